@@ -5,6 +5,11 @@
 //   - a cost model (MACs, bytes read, bytes written) used by inspect and the latency model,
 //   - a readable reference kernel (the oracle every optimised kernel is tested against).
 // Optimised backends add kernels beside an op; they never redeclare it.
+//
+// One semantics per op: kernels implement the current ONNX definition (opset 13 and later;
+// where opset 18 moved an attribute to an input, e.g. Reduce* `axes`, both forms are
+// accepted). The ONNX importer rewrites older forms (Softmax's 2-D coercion before opset 13,
+// Upsample, Pad/Slice/Clip attributes before opsets 10/11, Resize-10) into that one form.
 #pragma once
 #include <functional>
 #include <map>
