@@ -26,7 +26,7 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
   // Round up so aligned_alloc's size requirement holds and SIMD tails may over-read safely.
   const size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   void* p = std::aligned_alloc(kTensorAlignment, rounded == 0 ? kTensorAlignment : rounded);
-  if (!p) throw std::bad_alloc();
+  if (!p) throw Error("out of memory allocating a tensor of " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, rounded == 0 ? kTensorAlignment : rounded);
   return std::shared_ptr<Buffer>(new Buffer(p, bytes, nullptr));
 }
@@ -41,10 +41,18 @@ Buffer::~Buffer() {
 }
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  XNN_CHECK(dtype_size(dtype_) > 0, "tensor with unknown dtype");
+  // Reject negative dims and sizes whose byte count overflows before multiplying it out.
+  constexpr int64_t kMaxBytes = int64_t{1} << 40;
+  int64_t elements = 1;
   for (int64_t d : shape_) {
     if (d < 0) throw Error("tensor shape " + shape_str(shape_) + " has a negative dimension");
+    if (d != 0 && elements > kMaxBytes / d) throw Error("tensor shape " + shape_str(shape_) + " is too large");
+    elements *= d;
   }
-  XNN_CHECK(dtype_size(dtype_) > 0, "tensor with unknown dtype");
+  if (elements > kMaxBytes / static_cast<int64_t>(dtype_size(dtype_))) {
+    throw Error("tensor shape " + shape_str(shape_) + " is too large");
+  }
   buffer_ = Buffer::allocate(nbytes());
 }
 

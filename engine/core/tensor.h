@@ -56,7 +56,7 @@ class Tensor {
     XNN_CHECK(static_cast<size_t>(t.numel()) == v.size(), "Tensor::from_vector: size mismatch");
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < v.size(); ++i) t.data<bool>()[i] = v[i];
-    } else {
+    } else if (!v.empty()) {
       std::memcpy(t.raw(), v.data(), v.size() * sizeof(T));
     }
     return t;

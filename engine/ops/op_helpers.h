@@ -42,8 +42,10 @@ class BroadcastWalker {
   bool done_ = false;
 };
 
-// Applies f(out_index, in_offsets...) for a binary broadcast; the common helper for binary
-// elementwise ops. T/U/R element types; f(a, b) -> R.
+// out[i] = f(a[..], b[..]) with a and b broadcast multidirectionally to out's shape; the common
+// helper for binary elementwise ops. A/B/R element types; f(a, b) -> R. `out` may be the same
+// tensor as `a` when `a` already has out's shape (each element is read before it is written at
+// the same index), which is how variadic ops fold their inputs in place.
 template <typename A, typename B, typename R, typename F>
 void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, F&& f) {
   const A* pa = static_cast<const A*>(a.raw());
@@ -63,6 +65,35 @@ void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, F&& f) {
     const A* ra = pa + w.offset(0);
     const B* rb = pb + w.offset(1);
     for (int64_t i = 0; i < n; ++i) po[o + i] = f(ra[i * sa], rb[i * sb]);
+    o += n;
+  }
+}
+
+// Ternary counterpart of broadcast_binary (Where): out[i] = f(a, b, c) with all three inputs
+// broadcast multidirectionally to `out`. Same walking scheme: a tight loop over the innermost
+// dimension, strides 0 where an input is broadcast.
+template <typename A, typename B, typename C, typename R, typename F>
+void broadcast_ternary(const Tensor& a, const Tensor& b, const Tensor& c, Tensor& out, F&& f) {
+  const A* pa = static_cast<const A*>(a.raw());
+  const B* pb = static_cast<const B*>(b.raw());
+  const C* pc = static_cast<const C*>(c.raw());
+  R* po = static_cast<R*>(out.raw());
+  if (a.shape() == out.shape() && b.shape() == out.shape() && c.shape() == out.shape()) {
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i], pc[i]);
+    return;
+  }
+  if (out.numel() == 0) return;
+  BroadcastWalker w(out.shape(), {broadcast_strides(a.shape(), out.shape()),
+                                  broadcast_strides(b.shape(), out.shape()),
+                                  broadcast_strides(c.shape(), out.shape())});
+  const int64_t n = w.inner_size(), sa = w.inner_stride(0), sb = w.inner_stride(1), sc = w.inner_stride(2);
+  int64_t o = 0;
+  for (; !w.done(); w.next_outer()) {
+    const A* ra = pa + w.offset(0);
+    const B* rb = pb + w.offset(1);
+    const C* rc = pc + w.offset(2);
+    for (int64_t i = 0; i < n; ++i) po[o + i] = f(ra[i * sa], rb[i * sb], rc[i * sc]);
     o += n;
   }
 }

@@ -1,6 +1,7 @@
 #include "engine/runtime/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 
 #include "engine/runtime/executor.h"
@@ -97,7 +98,9 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
   for (int i : g.inputs) slots_[static_cast<size_t>(i)] = given.at(g.value(i).name);
   std::vector<const Tensor*> ins;
   std::vector<Tensor> outs;
-  for (const Node& n : g.nodes) {
+  if (options_.profile) profile_.assign(g.nodes.size(), NodeProfile{});
+  for (size_t node_index = 0; node_index < g.nodes.size(); ++node_index) {
+    const Node& n = g.nodes[node_index];
     ins.assign(n.inputs.size(), nullptr);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       if (n.inputs[k] >= 0) ins[k] = &slots_[static_cast<size_t>(n.inputs[k])];
@@ -107,7 +110,18 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       if (n.outputs[k] >= 0) outs[k] = std::move(slots_[static_cast<size_t>(n.outputs[k])]);
     }
+    const auto t0 = std::chrono::steady_clock::now();
     run_node(registry_, n, ins, outs);
+    if (options_.profile) {
+      NodeProfile& p = profile_[node_index];
+      p.time_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      p.node_index = node_index;
+      p.name = n.name;
+      p.op_type = n.op_type;
+      p.kernel = "reference";
+      for (const Tensor* t : ins) p.input_shapes.push_back(t ? t->shape() : Shape{});
+      for (const Tensor& t : outs) p.output_shapes.push_back(t.defined() ? t.shape() : Shape{});
+    }
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       if (n.outputs[k] >= 0) slots_[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
     }
@@ -118,6 +132,14 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
   // Graph inputs are the caller's tensors: drop our references so they are not kept alive.
   for (int i : g.inputs) slots_[static_cast<size_t>(i)] = Tensor();
   return result;
+}
+
+int64_t Session::activation_bytes() const {
+  int64_t total = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!model_->graph.values[i].is_constant() && slots_[i].defined()) total += static_cast<int64_t>(slots_[i].nbytes());
+  }
+  return total;
 }
 
 std::map<std::string, Tensor> Session::run_named(const std::map<std::string, Tensor>& inputs) {

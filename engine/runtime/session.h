@@ -17,6 +17,16 @@ namespace xnn {
 
 struct SessionOptions {
   int threads = 1;
+  // Time every node of every run (per-op profile); costs two clock reads per node.
+  bool profile = false;
+};
+
+// One node's share of the last profiled run.
+struct NodeProfile {
+  size_t node_index = 0;
+  std::string name, op_type, kernel;
+  std::vector<Shape> input_shapes, output_shapes;
+  double time_ms = 0;
 };
 
 struct IoInfo {
@@ -44,12 +54,19 @@ class Session {
   // Same, keyed by output name.
   std::map<std::string, Tensor> run_named(const std::map<std::string, Tensor>& inputs);
 
+  // Per-node timings of the last run (empty unless options.profile).
+  const std::vector<NodeProfile>& last_profile() const { return profile_; }
+  // Bytes of all non-constant tensors the session holds after a run (the reference runtime
+  // keeps every intermediate; the memory planner replaces this with an arena).
+  int64_t activation_bytes() const;
+
  private:
   std::shared_ptr<const Model> model_;
   SessionOptions options_;
   const OpRegistry& registry_;
   std::vector<IoInfo> inputs_, outputs_;
   std::vector<Tensor> slots_;  // one per graph value; constants bound once
+  std::vector<NodeProfile> profile_;
 };
 
 }  // namespace xnn

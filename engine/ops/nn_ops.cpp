@@ -1,0 +1,14 @@
+// The neural-network op family, one file per kind of op (see nn_common.h).
+#include "engine/ops/nn_common.h"
+
+namespace xnn {
+
+void register_nn_ops(OpRegistry& r) {
+  register_conv_ops(r);
+  register_gemm_ops(r);
+  register_pool_ops(r);
+  register_normalization_ops(r);
+  register_softmax_ops(r);
+}
+
+}  // namespace xnn

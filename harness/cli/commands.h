@@ -1,0 +1,20 @@
+// Each xnn-lab subcommand lives in its own file and registers itself on the app. A command's
+// callback stores its exit code in `exit_code`; errors propagate as xnn::Error and are
+// reported by main() (exit 1), usage errors by CLI11 (exit 2).
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace xnn::cli {
+
+void add_convert_command(CLI::App& app, int& exit_code);
+void add_infer_command(CLI::App& app, int& exit_code);
+void add_inspect_command(CLI::App& app, int& exit_code);
+void add_conformance_command(CLI::App& app, int& exit_code);
+void add_eval_command(CLI::App& app, int& exit_code);
+void add_run_command(CLI::App& app, int& exit_code);
+void add_list_command(CLI::App& app, int& exit_code);
+void add_show_command(CLI::App& app, int& exit_code);
+void add_compare_command(CLI::App& app, int& exit_code);
+void add_export_command(CLI::App& app, int& exit_code);
+
+}  // namespace xnn::cli

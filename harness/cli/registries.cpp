@@ -1,0 +1,40 @@
+#include "harness/cli/registries.h"
+
+namespace xnn::cli {
+
+const StepRegistry& step_registry() {
+  static const StepRegistry r = [] {
+    StepRegistry reg;
+    register_builtin_steps(reg);
+    return reg;
+  }();
+  return r;
+}
+
+const TargetRegistry& target_registry() {
+  static const TargetRegistry r = [] {
+    TargetRegistry reg;
+    reg.add("cpu", "this machine's CPU, measured for real", make_cpu_target);
+    return reg;
+  }();
+  return r;
+}
+
+config::ParseOptions config_parse_options() {
+  config::ParseOptions o;
+  o.is_known_target = [](const std::string& k) { return target_registry().knows(k); };
+  o.known_targets = target_registry().kinds();
+  o.is_known_step = [](const std::string& s) { return step_registry().knows(s); };
+  o.known_steps = step_registry().types();
+  return o;
+}
+
+std::string build_commit() {
+#ifdef XNN_GIT_COMMIT
+  return XNN_GIT_COMMIT;
+#else
+  return "";
+#endif
+}
+
+}  // namespace xnn::cli
