@@ -35,15 +35,7 @@ OpCost selection_cost(const Node& node, std::span<const TensorInfo> inputs, std:
 
 OpSchema op(const char* type, int min_inputs, int max_inputs, InferFn infer, KernelFn kernel, const char* doc,
             CostFn cost = data_movement_cost) {
-  OpSchema s;
-  s.type = type;
-  s.min_inputs = min_inputs;
-  s.max_inputs = max_inputs;
-  s.infer = std::move(infer);
-  s.reference = std::move(kernel);
-  s.cost = std::move(cost);
-  s.doc = doc;
-  return s;
+  return make_schema(type, min_inputs, max_inputs, std::move(infer), std::move(kernel), std::move(cost), doc);
 }
 
 // ---- Transpose ---------------------------------------------------------------------------

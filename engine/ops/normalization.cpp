@@ -1,4 +1,4 @@
-// Normalization ops: BatchNormalization (inference form) and LayerNormalization.
+// Normalization ops: BatchNormalization (inference and opset-14 training form) and LayerNormalization.
 #include <cmath>
 #include <vector>
 
@@ -10,11 +10,15 @@ namespace {
 // ---- BatchNormalization ----------------------------------------------------------------------
 
 // Inputs: X [N, C, ...], scale, B, input_mean, input_var (each [C]).
+// training_mode = 1 (opset 14+): Y uses the batch statistics, and the optional outputs 1 and 2
+// are running_mean / running_var, each [C]. Before opset 14 training was signalled by the
+// extra outputs alone (Y, mean, var, saved_mean, saved_var); that form is not implemented.
 void infer_batch_norm(InferContext& ctx) {
-  if (ctx.node().attr_int("training_mode", 0) != 0) ctx.unsupported("training_mode = 1 (only inference is implemented)");
-  // Before opset 14 the running/saved statistics outputs existed for training only.
+  const bool training = ctx.node().attr_int("training_mode", 0) != 0;
   for (size_t i = 1; i < ctx.node().outputs.size(); ++i) {
-    if (ctx.node().outputs[i] >= 0) ctx.unsupported("statistics outputs (training) are not implemented");
+    if (ctx.node().outputs[i] < 0) continue;
+    if (!training) ctx.unsupported("statistics outputs without training_mode = 1 (pre-opset-14 training) are not implemented");
+    if (i > 2) ctx.unsupported("saved_mean / saved_var outputs (pre-opset-14 training) are not implemented");
   }
   const TensorInfo& x = ctx.input(0);
   check_float_dtype(ctx, x.dtype, "input X");
@@ -32,6 +36,11 @@ void infer_batch_norm(InferContext& ctx) {
     }
   }
   ctx.set_output(0, x.dtype, x.shape);
+  if (training) {
+    for (int i = 1; i <= 2 && i < ctx.num_outputs(); ++i) {
+      if (ctx.node().outputs[static_cast<size_t>(i)] >= 0) ctx.set_output(i, x.dtype, Shape{x.shape[1]});
+    }
+  }
 }
 
 template <typename T>
@@ -42,16 +51,58 @@ void batch_norm_kernel(KernelContext& ctx) {
   const T* mean = ctx.input(3).data<T>();
   const T* var = ctx.input(4).data<T>();
   const double epsilon = ctx.node().attr_float("epsilon", 1e-5f);
+  const bool training = ctx.node().attr_int("training_mode", 0) != 0;
   const int64_t batch = x.dim(0), channels = x.dim(1);
   const int64_t plane = channels == 0 || batch == 0 ? 0 : x.numel() / (batch * channels);
+  const T* px = x.data<T>();
+  // The statistics Y is normalised with: the inputs (inference), or the batch's own mean and
+  // biased (population) variance over every axis but C (training), computed in double.
+  std::vector<double> use_mean(static_cast<size_t>(channels)), use_var(static_cast<size_t>(channels));
+  if (training) {
+    const double count = static_cast<double>(batch * plane);
+    for (int64_t c = 0; c < channels; ++c) {
+      double sum = 0;
+      for (int64_t n = 0; n < batch; ++n) {
+        const T* row = px + (n * channels + c) * plane;
+        for (int64_t i = 0; i < plane; ++i) sum += static_cast<double>(row[i]);
+      }
+      const double m = count > 0 ? sum / count : 0.0;
+      double sq = 0;
+      for (int64_t n = 0; n < batch; ++n) {
+        const T* row = px + (n * channels + c) * plane;
+        for (int64_t i = 0; i < plane; ++i) sq += (static_cast<double>(row[i]) - m) * (static_cast<double>(row[i]) - m);
+      }
+      use_mean[static_cast<size_t>(c)] = m;
+      use_var[static_cast<size_t>(c)] = count > 0 ? sq / count : 0.0;
+    }
+    // running = input * momentum + current * (1 - momentum).
+    const double momentum = ctx.node().attr_float("momentum", 0.9f);
+    if (ctx.has_output(1)) {
+      T* out = ctx.output(1).data<T>();
+      for (int64_t c = 0; c < channels; ++c) {
+        out[c] = static_cast<T>(static_cast<double>(mean[c]) * momentum + use_mean[static_cast<size_t>(c)] * (1 - momentum));
+      }
+    }
+    if (ctx.has_output(2)) {
+      T* out = ctx.output(2).data<T>();
+      for (int64_t c = 0; c < channels; ++c) {
+        out[c] = static_cast<T>(static_cast<double>(var[c]) * momentum + use_var[static_cast<size_t>(c)] * (1 - momentum));
+      }
+    }
+  } else {
+    for (int64_t c = 0; c < channels; ++c) {
+      use_mean[static_cast<size_t>(c)] = static_cast<double>(mean[c]);
+      use_var[static_cast<size_t>(c)] = static_cast<double>(var[c]);
+    }
+  }
   // y = (x - mean) / sqrt(var + eps) * scale + B, folded per channel into y = x * a + b.
   std::vector<T> a(static_cast<size_t>(channels)), b(static_cast<size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) {
-    const double inv_std = 1.0 / std::sqrt(static_cast<double>(var[c]) + epsilon);
-    a[static_cast<size_t>(c)] = static_cast<T>(scale[c] * inv_std);
-    b[static_cast<size_t>(c)] = static_cast<T>(bias[c] - mean[c] * scale[c] * inv_std);
+    const size_t k = static_cast<size_t>(c);
+    const double inv_std = 1.0 / std::sqrt(use_var[k] + epsilon);
+    a[k] = static_cast<T>(scale[c] * inv_std);
+    b[k] = static_cast<T>(bias[c] - use_mean[k] * scale[c] * inv_std);
   }
-  const T* px = x.data<T>();
   T* py = ctx.output(0).data<T>();
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t c = 0; c < channels; ++c) {
@@ -198,10 +249,11 @@ void register_normalization_ops(OpRegistry& r) {
   OpSchema bn;
   bn.type = "BatchNormalization";
   bn.min_inputs = bn.max_inputs = 5;
-  bn.max_outputs = 5;  // opset < 14 declared training statistics outputs; inference uses only Y
+  bn.max_outputs = 5;  // opset 14+: Y, running_mean, running_var; opset < 14 also saved_mean/var
   bn.infer = infer_batch_norm;
   bn.reference = run_batch_norm;
-  bn.doc = "inference form: y = (x - mean) / sqrt(var + epsilon) * scale + B per channel";
+  bn.doc = "y = (x - mean) / sqrt(var + epsilon) * scale + B per channel; training_mode = 1 uses batch "
+           "statistics and outputs running_mean / running_var";
   r.add(std::move(bn));
 
   OpSchema ln;

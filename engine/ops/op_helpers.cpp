@@ -4,6 +4,19 @@
 
 namespace xnn {
 
+OpSchema make_schema(const char* type, int min_inputs, int max_inputs, InferFn infer, KernelFn kernel, CostFn cost,
+                     const char* doc) {
+  OpSchema s;
+  s.type = type;
+  s.min_inputs = min_inputs;
+  s.max_inputs = max_inputs;
+  s.infer = std::move(infer);
+  s.reference = std::move(kernel);
+  s.cost = std::move(cost);
+  s.doc = doc;
+  return s;
+}
+
 int normalize_axis(int64_t axis, int rank, const Node& node) {
   const int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= std::max(rank, 1)) {

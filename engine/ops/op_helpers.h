@@ -9,6 +9,11 @@
 
 namespace xnn {
 
+// An OpSchema with the common fields set (arity counts are inputs; one output). Op files wrap
+// it in their own short builders.
+OpSchema make_schema(const char* type, int min_inputs, int max_inputs, InferFn infer, KernelFn kernel,
+                     CostFn cost = {}, const char* doc = "");
+
 // Maps a possibly negative axis into [0, rank); throws naming the node if out of range.
 int normalize_axis(int64_t axis, int rank, const Node& node);
 

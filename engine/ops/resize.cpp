@@ -1,7 +1,9 @@
 // Resize (opset 11-18 form: X, roi, scales, sizes) and Upsample (opset 7-9). Both reduce to
 // one ResizeSpec -- output shape, per-axis scale, coordinate transform, rounding -- and share
-// inference and kernels. Nearest is a pure gather (any dtype, byte copies); linear is
-// separable, so N-linear interpolation is one 1-D pass per resized axis.
+// inference and kernels. Nearest is a pure gather (any dtype, byte copies); linear and cubic
+// are separable, so N-linear / N-cubic interpolation is one 1-D pass per resized axis.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -10,7 +12,7 @@
 namespace xnn {
 namespace {
 
-enum class InterpMode { kNearest, kLinear };
+enum class InterpMode { kNearest, kLinear, kCubic };
 enum class CoordMode {
   kHalfPixel,
   kHalfPixelSymmetric,
@@ -27,6 +29,8 @@ struct ResizeSpec {
   CoordMode coord = CoordMode::kHalfPixel;
   NearestMode nearest = NearestMode::kRoundPreferFloor;
   float extrapolation_value = 0.0f;  // tf_crop_and_resize: value for points outside the input
+  double cubic_coeff_a = -0.75;      // cubic: the kernel's A
+  bool exclude_outside = false;      // cubic: taps outside the input get weight 0, the rest renormalised
   Shape in, out;
   // Per axis: the scale the coordinate transform divides by, and the "resized length" it
   // uses. With `scales` given the length is in * scale, not rounded (as in the ONNX
@@ -43,7 +47,7 @@ InterpMode parse_mode(const Node& node) {
   const std::string mode = node.attr_string("mode", "nearest");
   if (mode == "nearest") return InterpMode::kNearest;
   if (mode == "linear" || mode == "bilinear") return InterpMode::kLinear;  // "bilinear": Upsample-1 name
-  if (mode == "cubic") unsupported(node, "mode 'cubic' is not implemented");
+  if (mode == "cubic") return InterpMode::kCubic;
   fail_node(node, "unknown mode '" + mode + "' (expected nearest, linear or cubic)");
 }
 
@@ -101,6 +105,8 @@ ResizeSpec plan_resize(const Node& node, const Shape& in, const Tensor* roi, con
   s.coord = parse_coord_mode(node);
   s.nearest = parse_nearest_mode(node);
   s.extrapolation_value = node.attr_float("extrapolation_value", 0.0f);
+  s.cubic_coeff_a = node.attr_float("cubic_coeff_a", -0.75f);
+  s.exclude_outside = node.attr_int("exclude_outside", 0) != 0;
   if (node.attr_int("antialias", 0) != 0) unsupported(node, "antialias=1 is not implemented");
   const int rank = static_cast<int>(in.size());
   // Opset 18 `axes`: the axes that roi/scales/sizes describe; the others keep their size.
@@ -195,6 +201,7 @@ ResizeSpec plan_resize(const Node& node, const Shape& in, const Tensor* roi, con
 ResizeSpec plan_upsample(const Node& node, const Shape& in, const Tensor* scales_input) {
   ResizeSpec s;
   s.mode = parse_mode(node);
+  if (s.mode == InterpMode::kCubic) unsupported(node, "Upsample with mode 'cubic' is not implemented");
   s.coord = CoordMode::kAsymmetric;
   s.nearest = NearestMode::kFloor;
   std::vector<double> scales;
@@ -328,6 +335,23 @@ bool is_identity(const std::vector<LinearTap>& taps, int64_t in_len) {
   return true;
 }
 
+// Writes interpolated values to `y`; integers round to nearest and saturate, rather than
+// truncating interpolated values.
+template <typename T, typename C>
+void store_interpolated(const std::vector<C>& cur, Tensor& y) {
+  T* py = y.data<T>();
+  for (size_t i = 0; i < cur.size(); ++i) {
+    if constexpr (std::is_integral_v<T>) {
+      const double v = std::nearbyint(static_cast<double>(cur[i]));
+      py[i] = v <= static_cast<double>(std::numeric_limits<T>::lowest()) ? std::numeric_limits<T>::lowest()
+              : v >= static_cast<double>(std::numeric_limits<T>::max())  ? std::numeric_limits<T>::max()
+                                                                         : static_cast<T>(v);
+    } else {
+      py[i] = static_cast<T>(cur[i]);
+    }
+  }
+}
+
 // Linear resize in compute type C (float for f32/f16, double otherwise): one pass per axis
 // that changes, innermost first, each interpolating along that axis only.
 template <typename T>
@@ -362,18 +386,107 @@ void resize_linear(const ResizeSpec& s, const Tensor& x, Tensor& y) {
     cur = std::move(next);
     shape[d] = out_len;
   }
-  T* py = y.data<T>();
-  for (size_t i = 0; i < cur.size(); ++i) {
-    if constexpr (std::is_integral_v<T>) {
-      // Integers round to nearest and saturate, rather than truncating interpolated values.
-      const double v = std::nearbyint(static_cast<double>(cur[i]));
-      py[i] = v <= static_cast<double>(std::numeric_limits<T>::lowest()) ? std::numeric_limits<T>::lowest()
-              : v >= static_cast<double>(std::numeric_limits<T>::max())  ? std::numeric_limits<T>::max()
-                                                                         : static_cast<T>(v);
-    } else {
-      py[i] = static_cast<T>(cur[i]);
+  store_interpolated<T>(cur, y);
+}
+
+// ---- cubic -------------------------------------------------------------------------------
+// One output index of a 1-D cubic pass: sum_k in[idx[k]] * w[k] over four taps.
+struct CubicTap {
+  std::array<int64_t, 4> idx{};
+  std::array<double, 4> w{};
+  bool outside = false;
+};
+
+// The ONNX reference (onnx.reference.ops.op_resize): the taps are the four input positions
+// nearest x (ties to the lower), chosen on the input edge-padded by two on each side, so the
+// window is clamped to [-2, len + 1]; positions beyond the input read the edge element. The
+// weights are the cubic kernel at distance `ratio` = x - floor(x), with ratio = 1 (not 0) for
+// integral x, so the taps are x-2..x+1 there. exclude_outside zeroes the weights of taps
+// outside [0, len) and renormalises the rest.
+std::vector<CubicTap> cubic_taps(const ResizeSpec& s, size_t d) {
+  std::vector<CubicTap> taps(static_cast<size_t>(s.out[d]));
+  const int64_t len = s.in[d];
+  const double a = s.cubic_coeff_a;
+  for (int64_t j = 0; j < s.out[d]; ++j) {
+    const double x = source_coordinate(s, d, j);
+    CubicTap& t = taps[static_cast<size_t>(j)];
+    t.outside = outside_input(s, d, x) || std::isnan(x);
+    if (t.outside) continue;
+    const double lower = std::floor(x);
+    const double ratio = x == lower ? 1.0 : x - lower;
+    const double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+    t.w = {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a, ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1,
+           ((a + 2) * q - (a + 3)) * q * q + 1, ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a};
+    const double first = std::clamp(x == lower ? x - 2 : lower - 1, -2.0, static_cast<double>(len - 2));
+    const int64_t start = static_cast<int64_t>(first);
+    double sum = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const int64_t i = start + static_cast<int64_t>(k);
+      if (s.exclude_outside && (i < 0 || i >= len)) t.w[k] = 0;
+      sum += t.w[k];
+      t.idx[k] = std::clamp<int64_t>(i, 0, len - 1);
+    }
+    if (s.exclude_outside) {
+      for (double& w : t.w) w /= sum;
     }
   }
+  return taps;
+}
+
+bool is_identity(const std::vector<CubicTap>& taps, int64_t in_len) {
+  if (static_cast<int64_t>(taps.size()) != in_len) return false;
+  for (size_t j = 0; j < taps.size(); ++j) {
+    const CubicTap& t = taps[j];
+    if (t.outside) return false;
+    // Every weight on input j, summing to exactly 1: the pass would copy.
+    double sum = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      if (t.idx[k] == static_cast<int64_t>(j)) {
+        sum += t.w[k];
+      } else if (t.w[k] != 0) {
+        return false;
+      }
+    }
+    if (sum != 1.0) return false;
+  }
+  return true;
+}
+
+// Cubic resize, computed in double (as the ONNX reference does): one pass per axis that
+// changes, innermost first.
+template <typename T>
+void resize_cubic(const ResizeSpec& s, const Tensor& x, Tensor& y) {
+  const T* px = x.data<T>();
+  std::vector<double> cur(static_cast<size_t>(x.numel()));
+  for (size_t i = 0; i < cur.size(); ++i) cur[i] = static_cast<double>(px[i]);
+  Shape shape = s.in;
+  for (size_t d = shape.size(); d-- > 0;) {
+    const std::vector<CubicTap> taps = cubic_taps(s, d);
+    if (is_identity(taps, shape[d])) continue;
+    int64_t outer = 1, inner = 1;
+    for (size_t k = 0; k < d; ++k) outer *= shape[k];
+    for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
+    const int64_t in_len = shape[d], out_len = static_cast<int64_t>(taps.size());
+    std::vector<double> next(static_cast<size_t>(outer * out_len * inner));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < out_len; ++j) {
+        const CubicTap& t = taps[static_cast<size_t>(j)];
+        double* dst = next.data() + (o * out_len + j) * inner;
+        if (t.outside) {
+          std::fill(dst, dst + inner, static_cast<double>(s.extrapolation_value));
+          continue;
+        }
+        const double* src[4];
+        for (size_t k = 0; k < 4; ++k) src[k] = cur.data() + (o * in_len + t.idx[k]) * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          dst[i] = t.w[0] * src[0][i] + t.w[1] * src[1][i] + t.w[2] * src[2][i] + t.w[3] * src[3][i];
+        }
+      }
+    }
+    cur = std::move(next);
+    shape[d] = out_len;
+  }
+  store_interpolated<T>(cur, y);
 }
 
 void run_resize(const KernelContext& ctx, const ResizeSpec& s) {
@@ -387,9 +500,16 @@ void run_resize(const KernelContext& ctx, const ResizeSpec& s) {
     gather_by_axis_maps(y.raw(), x.raw(), dtype_size(x.dtype()), x.shape(), nearest_maps(s), fill.raw());
     return;
   }
-  if (x.dtype() == DType::kBool) ctx.unsupported("linear resize of bool tensors");
+  const bool cubic = s.mode == InterpMode::kCubic;
+  if (x.dtype() == DType::kBool) ctx.unsupported(cubic ? "cubic resize of bool tensors" : "linear resize of bool tensors");
   dispatch_dtype(x.dtype(), [&]<typename T>() {
-    if constexpr (!std::is_same_v<T, bool>) resize_linear<T>(s, x, y);
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (cubic) {
+        resize_cubic<T>(s, x, y);
+      } else {
+        resize_linear<T>(s, x, y);
+      }
+    }
   });
 }
 
@@ -421,15 +541,16 @@ void upsample_kernel(KernelContext& ctx) {
 }
 
 // Nearest only moves data. Linear reads 2 neighbours per interpolated axis: 2^k MACs per
-// output element when k axes change size.
+// output element when k axes change size; cubic reads 4 (4^k).
 OpCost resize_cost(const Node& node, std::span<const TensorInfo> inputs, std::span<const TensorInfo> outputs) {
   OpCost c = data_movement_cost(node, inputs, outputs);
   const std::string mode = node.attr_string("mode", "nearest");
-  if (mode == "linear" || mode == "bilinear") {
+  if (mode == "linear" || mode == "bilinear" || mode == "cubic") {
+    const double per_axis = mode == "cubic" ? 4 : 2;
     double taps = 1;
     const Shape& in = inputs[0].shape;
     const Shape& out = outputs[0].shape;
-    for (size_t d = 0; d < in.size() && d < out.size(); ++d) taps *= in[d] == out[d] ? 1 : 2;
+    for (size_t d = 0; d < in.size() && d < out.size(); ++d) taps *= in[d] == out[d] ? 1 : per_axis;
     c.macs = taps * static_cast<double>(shape_numel(out));
   }
   return c;
@@ -445,7 +566,7 @@ void register_resize_ops(OpRegistry& r) {
   resize.infer = infer_resize;
   resize.cost = resize_cost;
   resize.reference = resize_kernel;
-  resize.doc = "Nearest or (N-)linear resize by scales or sizes, ONNX coordinate transforms; cubic unsupported.";
+  resize.doc = "Nearest, (N-)linear or (N-)cubic resize by scales or sizes, ONNX coordinate transforms.";
   r.add(std::move(resize));
 
   OpSchema upsample;

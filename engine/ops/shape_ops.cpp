@@ -248,15 +248,7 @@ void constant_kernel(KernelContext& ctx) {
 // ---- schema helpers ----------------------------------------------------------------------
 OpSchema op(const char* type, int min_inputs, int max_inputs, InferFn infer, KernelFn kernel, CostFn cost,
             const char* doc) {
-  OpSchema s;
-  s.type = type;
-  s.min_inputs = min_inputs;
-  s.max_inputs = max_inputs;
-  s.infer = std::move(infer);
-  s.reference = std::move(kernel);
-  s.cost = std::move(cost);
-  s.doc = doc;
-  return s;
+  return make_schema(type, min_inputs, max_inputs, std::move(infer), std::move(kernel), std::move(cost), doc);
 }
 
 }  // namespace

@@ -46,6 +46,13 @@ import numpy as np; a=np.load('$work/out/output.npy'); b=np.load('$FIX/squeezene
 assert np.abs(a-b).max() <= 1e-4*np.abs(b).max(), np.abs(a-b).max()"
 run_expect "infer .onnx with NAME=" 0 "output" "$XNN" infer "$model" --input "input=$FIX/squeezenet1_1.input.npy" --output-dir "$work/out2"
 
+cnn=$(cd "$(dirname "$0")/../.." && pwd)/configs/models/fmnist_cnn.onnx
+"$XNN" eval "$cnn" --dataset fashion-mnist --limit 300 --scale 0.00392156862745098 --mean 0.2860 --std 0.3530 --json \
+  >"$work/eval.json" 2>&1
+check "eval --json on Fashion-MNIST" $PY -c "
+import json; d=json.load(open('$work/eval.json')); assert d['samples']==300 and d['top1']>0.8 and d['top5']>=d['top1'], d"
+run_expect "eval: unknown dataset" 1 "unknown dataset 'mnist'" "$XNN" eval "$cnn" --dataset mnist
+
 # --- bad input ---------------------------------------------------------------------------------
 run_expect "missing model file" 2 "nonexistent.onnx" "$XNN" inspect "$work/nonexistent.onnx"
 head -c 3000 "$work/squeeze.xnn" >"$work/trunc.xnn"

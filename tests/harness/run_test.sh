@@ -86,6 +86,24 @@ else
   bad "resume after kill -9 (rc $rc, before $done_before, total $total, after $done_after, dups $dups, integrity $integrity)"
 fi
 
+# --- Ctrl-C (SIGINT): the run stops after the current job, is marked KILLED, exits 130 -------
+db4=$work/sigint.db
+"$XNN" run "$work/many.yaml" --db "$db4" >"$work/sigint.txt" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  n=$(q "$db4" "select count(*) from jobs where status='DONE'" 2>/dev/null || echo 0)
+  [ "${n:-0}" -ge 1 ] && break
+  sleep 0.1
+done
+kill -INT $pid
+wait $pid
+rc=$?
+status=$(q "$db4" "select status from runs limit 1")
+if [ $rc -eq 130 ] && [ "$status" = "KILLED" ] && grep -q "run the same command again to resume" "$work/sigint.txt" &&
+   [ "$(q "$db4" "select count(*) from jobs where status='RUNNING'")" -eq 0 ]; then
+  ok "SIGINT stops after the current job: run KILLED, exit 130"
+else bad "SIGINT (rc $rc, status $status)"; fi
+
 # --- concurrent runs on one database ---------------------------------------------------------
 db3=$work/concurrent.db
 for i in 1 2 3; do
