@@ -1,7 +1,11 @@
 #include "engine/onnx/legacy_rewrites.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_set>
+#include <utility>
+
+#include "engine/runtime/fold_constants.h"
 
 namespace xnn {
 namespace {
@@ -15,9 +19,9 @@ Tensor vector_tensor(const Range& v) {
   return t;
 }
 
-// Adds values and nodes to a graph while its node list is being walked: new nodes wait in
-// `pending` (appending to graph.nodes would invalidate references into it) and are appended by
-// finish(); the importer sorts the graph topologically afterwards.
+// Adds values and nodes while the rewriter walks the graph. Helper nodes are emitted right
+// before or after the node being rewritten, so the node list stays topologically sorted and
+// static shapes can be propagated as the walk goes.
 class GraphEditor {
  public:
   explicit GraphEditor(Graph& g) : g_(g) {
@@ -53,17 +57,16 @@ class GraphEditor {
     return add_constant(base, std::move(t));
   }
 
-  void add_node(Node n) { pending_.push_back(std::move(n)); }
+  void add_node_before(Node n) { before_.push_back(std::move(n)); }
+  void add_node_after(Node n) { after_.push_back(std::move(n)); }
 
-  void finish() {
-    for (Node& n : pending_) g_.nodes.push_back(std::move(n));
-    pending_.clear();
-  }
+  std::vector<Node> take_before() { return std::exchange(before_, {}); }
+  std::vector<Node> take_after() { return std::exchange(after_, {}); }
 
  private:
   Graph& g_;
   std::unordered_set<std::string> names_;
-  std::vector<Node> pending_;
+  std::vector<Node> before_, after_;
 };
 
 class LegacyRewriter {
@@ -71,14 +74,25 @@ class LegacyRewriter {
   LegacyRewriter(Graph& g, int64_t opset, std::string where, std::vector<std::string>& unsupported)
       : g_(g), opset_(opset), where_(std::move(where)), unsupported_(unsupported), edit_(g) {}
 
+  // Expects `g_` topologically sorted. Rank-dependent rewrites (Softmax, legacy broadcast,
+  // PRelu) read input shapes, which are propagated node by node as the walk goes: the file's
+  // value_info rarely covers intermediates.
   void run() {
-    // Index-based: rewrites add values (g_.values may reallocate) but nodes only via the editor.
-    for (size_t k = 0; k < g_.nodes.size(); ++k) {
-      Node& n = g_.nodes[k];
-      if (!n.domain.empty()) continue;
-      rewrite(n);
+    std::vector<Node> nodes = std::move(g_.nodes);
+    g_.nodes.clear();
+    g_.nodes.reserve(nodes.size());
+    for (Node& n : nodes) {
+      if (n.domain.empty()) rewrite(n);
+      for (Node& before : edit_.take_before()) emit(std::move(before));
+      std::vector<Node> after = edit_.take_after();
+      emit(std::move(n));
+      for (Node& a : after) emit(std::move(a));
     }
-    edit_.finish();
+  }
+
+  void emit(Node n) {
+    if (opset_ < 13) propagate_static_shapes(g_, n);
+    g_.nodes.push_back(std::move(n));
   }
 
  private:
@@ -102,6 +116,9 @@ class LegacyRewriter {
       if (is_legacy_broadcast_op(op)) rewrite_legacy_broadcast(n);
       if (op == "PRelu") rewrite_prelu6(n);
     }
+    if (op == "Reshape" && opset_ < 5) rewrite_reshape1(n);
+    if (op == "Concat" && opset_ < 4 && !n.has_attr("axis")) n.attrs["axis"] = int64_t{1};  // Concat-1 default
+    if (op == "Cast" && opset_ < 6) rewrite_cast1(n);
     if (opset_ < 13 && (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax")) rewrite_softmax(n);
     else if (op == "Upsample") rewrite_upsample(n);
     else if (op == "Resize" && opset_ < 11) rewrite_resize10(n);
@@ -140,7 +157,7 @@ class LegacyRewriter {
       shape.name = n.name + "_shape";
       shape.inputs = {x_index};
       shape.outputs = {shape_index};
-      edit_.add_node(std::move(shape));
+      edit_.add_node_before(std::move(shape));
     }
     const int y_index = n.outputs[0];
     const std::string y_name = g_.value(y_index).name;
@@ -153,18 +170,38 @@ class LegacyRewriter {
     flatten.inputs = {x_index};
     flatten.outputs = {flat_index};
     flatten.attrs["axis"] = axis;
-    edit_.add_node(std::move(flatten));
+    edit_.add_node_before(std::move(flatten));
 
     Node reshape;
     reshape.op_type = "Reshape";
     reshape.name = n.name + "_reshape";
     reshape.inputs = {op_2d_index, shape_index};
     reshape.outputs = {y_index};
-    edit_.add_node(std::move(reshape));
+    edit_.add_node_after(std::move(reshape));
 
     n.inputs[0] = flat_index;
     n.outputs[0] = op_2d_index;
     n.attrs["axis"] = int64_t{-1};
+  }
+
+  // Reshape-1: the target shape was an attribute; an input since opset 5.
+  void rewrite_reshape1(Node& n) {
+    require_inputs(n, 1);
+    if (n.inputs.size() >= 2 || !n.has_attr("shape")) return;
+    n.inputs.push_back(edit_.add_ints(n.name + "_shape", n.attr_ints("shape")));
+    n.attrs.erase("shape");
+  }
+
+  // Cast-1 named the target type as a string ("FLOAT"); an enum code since opset 6.
+  void rewrite_cast1(Node& n) {
+    const auto it = n.attrs.find("to");
+    if (it == n.attrs.end() || !it->second.get_if<std::string>()) return;
+    static const std::map<std::string, int64_t> codes = {
+        {"FLOAT", 1},   {"UINT8", 2},  {"INT8", 3},    {"UINT16", 4},  {"INT16", 5},   {"INT32", 6},  {"INT64", 7},
+        {"STRING", 8},  {"BOOL", 9},   {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
+    const auto code = codes.find(*it->second.get_if<std::string>());
+    if (code == codes.end()) fail(n, "unknown target type '" + *it->second.get_if<std::string>() + "'");
+    it->second = code->second;
   }
 
   // Upsample (opsets 7-9; deprecated in 10) is Resize with asymmetric coordinates and floor
@@ -322,7 +359,7 @@ class LegacyRewriter {
     unsqueeze.name = n.name + "_align_b";
     unsqueeze.inputs = {b_index, axes_index};
     unsqueeze.outputs = {aligned};
-    edit_.add_node(std::move(unsqueeze));
+    edit_.add_node_before(std::move(unsqueeze));
     n.inputs[1] = aligned;
   }
 

@@ -1,8 +1,8 @@
-// ONNX -> IR. The stages, in order: parse the ModelProto; run libonnx's checker and shape
-// inference; map to the IR (graph_mapping.cpp); rewrite older opset forms
-// (legacy_rewrites.cpp); report every unsupported op at once; sort and validate; fold
-// constants. Everything a corrupt file can make libonnx or protobuf throw becomes an
-// xnn::Error naming the file.
+// ONNX -> IR. The stages, in order: parse the ModelProto; run libonnx's checker (and its shape
+// inference when asked); map to the IR (graph_mapping.cpp); sort; rewrite older opset forms
+// (legacy_rewrites.cpp); report every unsupported op at once; validate; fold constants.
+// Everything a corrupt file can make libonnx or protobuf throw becomes an xnn::Error naming
+// the file.
 #include "engine/onnx/onnx_import.h"
 
 #include <onnx/checker.h>
@@ -188,7 +188,7 @@ void report_unsupported(const Graph& g, int64_t opset, const std::string& name, 
   throw UnsupportedError(msg);
 }
 
-void sort_and_validate(Graph& main, const std::string& name) {
+void sort_graphs(Graph& main, const std::string& name) {
   for_each_graph(main, name, [](Graph& g, const std::string& where) {
     try {
       g.topological_sort();
@@ -196,6 +196,10 @@ void sort_and_validate(Graph& main, const std::string& name) {
       throw Error(where + ": " + e.what());
     }
   });
+}
+
+void sort_and_validate(Graph& main, const std::string& name) {
+  sort_graphs(main, name);
   for_each_graph(main, name, [](Graph& g, const std::string& where) { g.validate(where); });
 }
 
@@ -210,12 +214,8 @@ Model import_model(const void* data, size_t size, const std::string& name, const
     throw Error(name + ": not a valid ONNX model (protobuf parsing failed: truncated or not an ONNX file)");
   }
   if (!proto.has_graph()) throw Error(name + ": not a valid ONNX model (it has no graph)");
-  // libonnx's shape inference assumes a checked model (arity, attribute types), so it only
-  // runs on one the checker accepted.
-  if (options.run_checker) {
-    run_checker(proto, name);
-    run_shape_inference(proto);
-  }
+  if (options.run_checker) run_checker(proto, name);
+  if (options.run_shape_inference) run_shape_inference(proto);  // trusted files only: see the header
 
   Model model;
   model.opset = default_domain_opset(proto);
@@ -225,6 +225,7 @@ Model import_model(const void* data, size_t size, const std::string& name, const
 
   OnnxMappingContext ctx{name, base_dir, {}};
   model.graph = map_onnx_graph(proto.graph(), ctx, name);
+  sort_graphs(model.graph, name);
   rewrite_legacy_ops(model.graph, model.opset, name, ctx.unsupported);
   report_unsupported(model.graph, model.opset, name, ctx.unsupported);
   sort_and_validate(model.graph, name);

@@ -1,7 +1,9 @@
 // ONNX -> IR import through Debian's libonnx: parse ModelProto (external data files resolved
-// relative to the model), run the ONNX checker and shape inference, map to the IR, fold
+// relative to the model), run the ONNX checker (and, when asked, libonnx shape inference), map
+// to the IR, rewrite older opset forms into the opset-13 semantics the kernels implement, fold
 // constant sub-graphs (PyTorch's Shape->Gather->Concat->Reshape chains) with the reference
 // kernels. Unsupported ops are reported all at once: every op type with node names and opset.
+// Corrupt or hostile files end in an Error naming the file, never a crash or a hang.
 #pragma once
 #include <string>
 
@@ -12,6 +14,12 @@ namespace xnn {
 struct OnnxImportOptions {
   bool run_checker = true;
   bool fold_constants = true;
+  // libonnx's shape inference (adds value_info, e.g. symbolic shapes of intermediates). Off by
+  // default: libonnx 1.12's inference functions crash (ConvTranspose with a rank-0 weight) and
+  // hang (Conv/Pool with extreme attributes) on models its own checker accepts, so it must only
+  // see trusted files. The importer does not need it: static shapes are propagated with the
+  // engine's own per-op inference (see fold_constants.h).
+  bool run_shape_inference = false;
 };
 
 Model import_onnx_file(const std::string& path, const OnnxImportOptions& options = {});

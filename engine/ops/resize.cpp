@@ -346,6 +346,8 @@ void store_interpolated(const std::vector<C>& cur, Tensor& y) {
       py[i] = v <= static_cast<double>(std::numeric_limits<T>::lowest()) ? std::numeric_limits<T>::lowest()
               : v >= static_cast<double>(std::numeric_limits<T>::max())  ? std::numeric_limits<T>::max()
                                                                          : static_cast<T>(v);
+    } else if constexpr (std::is_same_v<T, Half>) {
+      py[i] = static_cast<T>(static_cast<float>(cur[i]));
     } else {
       py[i] = static_cast<T>(cur[i]);
     }
@@ -458,7 +460,8 @@ template <typename T>
 void resize_cubic(const ResizeSpec& s, const Tensor& x, Tensor& y) {
   const T* px = x.data<T>();
   std::vector<double> cur(static_cast<size_t>(x.numel()));
-  for (size_t i = 0; i < cur.size(); ++i) cur[i] = static_cast<double>(px[i]);
+  using L = std::conditional_t<std::is_same_v<T, Half>, float, T>;  // Half converts via float
+  for (size_t i = 0; i < cur.size(); ++i) cur[i] = static_cast<double>(static_cast<L>(px[i]));
   Shape shape = s.in;
   for (size_t d = shape.size(); d-- > 0;) {
     const std::vector<CubicTap> taps = cubic_taps(s, d);

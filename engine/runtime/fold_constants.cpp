@@ -1,6 +1,7 @@
 #include "engine/runtime/fold_constants.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -93,6 +94,54 @@ std::unordered_set<std::string> subgraph_outer_references(const Node& n) {
   return names;
 }
 
+// What shape inference on concrete shapes says about a node's outputs.
+struct StaticInference {
+  const OpSchema* schema = nullptr;
+  std::vector<TensorInfo> inputs;   // constants carry their value
+  std::vector<TensorInfo> outputs;
+  bool all_inputs_constant = true;
+};
+
+// Runs the op's inference when every present input is a constant or has a static shape of
+// sane size; nullopt otherwise (unknown op, control flow, dynamic shapes, inference error).
+std::optional<StaticInference> infer_static(const Graph& g, const Node& n, const OpRegistry& registry) {
+  if (has_subgraphs(n)) return std::nullopt;
+  StaticInference r;
+  r.schema = registry.find(n.op_type, n.domain);
+  if (!r.schema || r.schema->has_subgraphs) return std::nullopt;
+  r.inputs.resize(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] < 0) continue;  // optional input left out
+    const Value& v = g.value(n.inputs[i]);
+    if (v.is_constant()) {
+      r.inputs[i] = TensorInfo{v.data->dtype(), v.data->shape(), &*v.data};
+      continue;
+    }
+    r.all_inputs_constant = false;
+    if (v.dtype == DType::kUnknown || !v.shape_fully_known()) return std::nullopt;
+    Shape shape = v.static_shape();
+    if (bounded_numel(shape) < 0) return std::nullopt;
+    r.inputs[i] = TensorInfo{v.dtype, std::move(shape), nullptr};
+  }
+  try {
+    r.outputs = infer_node(*r.schema, n, r.inputs, static_cast<int>(n.outputs.size()));
+  } catch (const std::exception&) {
+    return std::nullopt;  // inference errors are reported when the graph runs
+  }
+  for (const TensorInfo& out : r.outputs) {
+    if (out.dtype != DType::kUnknown && bounded_numel(out.shape) < 0) return std::nullopt;
+  }
+  return r;
+}
+
+void record_static_outputs(Graph& g, const Node& n, const std::vector<TensorInfo>& outputs) {
+  for (size_t i = 0; i < outputs.size() && i < n.outputs.size(); ++i) {
+    if (n.outputs[i] >= 0 && outputs[i].dtype != DType::kUnknown) {
+      set_static_shape(g.value(n.outputs[i]), outputs[i].dtype, outputs[i].shape);
+    }
+  }
+}
+
 // Shape(x) (with opset 15's start/end) when x's shape is static; needs no kernel, and works
 // before any Shape op is registered.
 bool fold_static_shape(Graph& g, const Node& n) {
@@ -136,7 +185,6 @@ class ConstantFolder {
  private:
   void visit(size_t k) {
     const Node& n = g_.nodes[k];
-    if (has_subgraphs(n)) return;
     try {
       if (fold_static_shape(g_, n)) {
         mark_folded(k);
@@ -145,45 +193,17 @@ class ConstantFolder {
     } catch (const Error&) {
       return;  // e.g. a malformed start/end attribute: the kernel reports it at run time
     }
-    const OpSchema* schema = registry_.find(n.op_type, n.domain);
-    if (!schema || schema->has_subgraphs) return;
-
-    std::vector<TensorInfo> inputs(n.inputs.size());
-    bool all_constant = true;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (n.inputs[i] < 0) continue;  // optional input left out
-      const Value& v = g_.value(n.inputs[i]);
-      if (v.is_constant()) {
-        inputs[i] = TensorInfo{v.data->dtype(), v.data->shape(), &*v.data};
-        continue;
-      }
-      all_constant = false;
-      if (v.dtype == DType::kUnknown || !v.shape_fully_known()) return;  // nothing to learn
-      Shape shape = v.static_shape();
-      if (bounded_numel(shape) < 0) return;
-      inputs[i] = TensorInfo{v.dtype, std::move(shape), nullptr};
-    }
-
-    std::vector<TensorInfo> outputs;
-    try {
-      outputs = infer_node(*schema, n, inputs, static_cast<int>(n.outputs.size()));
-    } catch (const std::exception&) {
-      return;  // inference errors are reported when the graph is run (or validated) later
-    }
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (outputs[i].dtype != DType::kUnknown && bounded_numel(outputs[i].shape) < 0) return;
-    }
-    if (all_constant && try_fold(k, *schema, inputs, outputs)) return;
-    for (size_t i = 0; i < outputs.size() && i < n.outputs.size(); ++i) {
-      if (n.outputs[i] >= 0 && outputs[i].dtype != DType::kUnknown) {
-        set_static_shape(g_.value(n.outputs[i]), outputs[i].dtype, outputs[i].shape);
-      }
-    }
+    const std::optional<StaticInference> inferred = infer_static(g_, n, registry_);
+    if (!inferred) return;
+    if (inferred->all_inputs_constant && try_fold(k, *inferred)) return;
+    record_static_outputs(g_, n, inferred->outputs);
   }
 
-  bool try_fold(size_t k, const OpSchema& schema, const std::vector<TensorInfo>& inputs,
-                const std::vector<TensorInfo>& outputs) {
+  bool try_fold(size_t k, const StaticInference& inferred) {
     const Node& n = g_.nodes[k];
+    const OpSchema& schema = *inferred.schema;
+    const std::vector<TensorInfo>& inputs = inferred.inputs;
+    const std::vector<TensorInfo>& outputs = inferred.outputs;
     if (is_nondeterministic(n)) return false;
     int64_t total_bytes = 0;
     for (const TensorInfo& out : outputs) {
@@ -298,5 +318,12 @@ class ConstantFolder {
 }  // namespace
 
 FoldStats fold_constants(Graph& g) { return ConstantFolder(g).run(); }
+
+bool propagate_static_shapes(Graph& g, const Node& node) {
+  const std::optional<StaticInference> inferred = infer_static(g, node, OpRegistry::builtin());
+  if (!inferred) return false;
+  record_static_outputs(g, node, inferred->outputs);
+  return true;
+}
 
 }  // namespace xnn

@@ -31,4 +31,11 @@ constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
 // (outer-scope references) count as uses. Subgraphs themselves are not folded.
 FoldStats fold_constants(Graph& g);
 
+// The shape-propagation step on its own, for passes that edit a graph in topological order
+// (the ONNX importer's legacy rewrites): when every input of `node` is a constant or has a
+// static shape, runs the op's shape inference and records output dtypes and static shapes on
+// the node's output values. Returns false, changing nothing, when that is not possible
+// (unknown op, dynamic shapes, inference error).
+bool propagate_static_shapes(Graph& g, const Node& node);
+
 }  // namespace xnn

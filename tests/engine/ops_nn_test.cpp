@@ -551,10 +551,32 @@ TEST(BatchNormalization, InferenceFormula) {
                            scale.data<float>()[c] + bias.data<float>()[c];
     EXPECT_NEAR(y.data<float>()[i], want, 1e-5) << i;
   }
-  EXPECT_THROW(run_op("BatchNormalization", {x, scale, bias, mean, var}, {{"training_mode", int64_t{1}}}),
-               UnsupportedError);
+  // Before opset 14, training was signalled by the saved statistics outputs: not implemented.
+  EXPECT_THROW(run_op("BatchNormalization", {x, scale, bias, mean, var}, {}, 5), UnsupportedError);
   expect_error([&] { run_op("BatchNormalization", {x, f32({1, 2}, {2}), bias, mean, var}); }, "scale has shape [2]");
   expect_error([&] { run_op("BatchNormalization", {f32({1}, {1}), scale, bias, mean, var}); }, "rank >= 2");
+}
+
+TEST(BatchNormalization, TrainingModeUsesBatchStatistics) {
+  // X [N=2, C=2, 1]: channel 0 holds 1, 3 (mean 2, biased variance 1); channel 1 holds 2, 6
+  // (mean 4, biased variance 4 -- the unbiased 8 would be wrong).
+  const Tensor x = f32({1, 2, 3, 6}, {2, 2, 1});
+  const Tensor scale = f32({1, 2}, {2}), bias = f32({0, 1}, {2}), mean = f32({0, 0}, {2}), var = f32({1, 1}, {2});
+  const std::vector<Tensor> out = run_op("BatchNormalization", {x, scale, bias, mean, var},
+                                         {{"training_mode", int64_t{1}}, {"epsilon", 0.0f}, {"momentum", 0.5f}}, 3);
+  ASSERT_EQ(out.size(), 3u);
+  // Y: channel 0 (x - 2) / 1; channel 1 (x - 4) / 2 * 2 + 1.
+  expect_close(out[0], f32({-1, -1, 1, 3}, {2, 2, 1}), 1e-6, "Y");
+  // running = input * momentum + batch * (1 - momentum).
+  expect_close(out[1], f32({1, 2}, {2}), 1e-6, "running_mean");
+  expect_close(out[2], f32({1, 2.5f}, {2}), 1e-6, "running_var");
+  // Default momentum 0.9; Y alone may be requested.
+  const std::vector<Tensor> def =
+      run_op("BatchNormalization", {x, scale, bias, mean, var}, {{"training_mode", int64_t{1}}, {"epsilon", 0.0f}}, 3);
+  expect_close(def[1], f32({0.2f, 0.4f}, {2}), 1e-6, "running_mean, default momentum");
+  expect_close(def[2], f32({1.0f, 1.3f}, {2}), 1e-6, "running_var, default momentum");
+  const Tensor y = run_op("BatchNormalization", {x, scale, bias, mean, var}, {{"training_mode", int64_t{1}}, {"epsilon", 0.0f}})[0];
+  expect_close(y, f32({-1, -1, 1, 3}, {2, 2, 1}), 1e-6, "Y alone");
 }
 
 TEST(LayerNormalization, AxisStatisticsAndBroadcastScale) {

@@ -420,13 +420,13 @@ TEST(Resize, TfCropAndResizeExtrapolates) {
   expect_near(y, {6.6f, 10, 10, 11.4f, 10, 10, 10, 10, 10});
 }
 
-TEST(Resize, LinearOnIntegersRoundsAndCubicIsUnsupported) {
+TEST(Resize, LinearOnIntegersRoundsAndAntialiasIsUnsupported) {
   const Tensor x = Tensor::from_vector<uint8_t>({0, 255, 100}, {3});
   const Tensor scales = F({2});
   // Interpolated 0, 63.75, 191.25, 216.25, 138.75, 100 round to nearest.
   EXPECT_EQ(values<uint8_t>(run("Resize", {&x, nullptr, &scales}, {{"mode", "linear"}})),
             (std::vector<uint8_t>{0, 64, 191, 216, 139, 100}));
-  EXPECT_THROW(run("Resize", {&x, nullptr, &scales}, {{"mode", "cubic"}}), UnsupportedError);
+  EXPECT_THROW(run("Resize", {&x, nullptr, &scales}, {{"mode", "cubic"}, {"antialias", int64_t{1}}}), UnsupportedError);
   const Tensor sizes = I64({6});
   EXPECT_NE(error_of("Resize", {&x, nullptr, &scales, &sizes}).find("exactly one of scales"), std::string::npos);
 }
@@ -506,6 +506,52 @@ TEST(Reduce, CostIsOneMacPerInputElement) {
   const Node n = make_node("ReduceMean", {&x}, {}, 1);
   const TensorInfo in{DType::kF32, {4, 8}, nullptr}, out{DType::kF32, {1, 1}, nullptr};
   EXPECT_EQ(s->cost(n, std::span<const TensorInfo>(&in, 1), std::span<const TensorInfo>(&out, 1)).macs, 32);
+}
+
+// ---- Resize cubic ------------------------------------------------------------------------
+// Expected values from the ONNX reference resize (cubic_coeffs, interpolate_1d_with_x).
+TEST(Resize, CubicOneDimensionalCoordinateModes) {
+  const Tensor x = F({1, 2, 3, 4});
+  const Tensor scales = F({2});
+  auto cubic = [&](Attrs a) {
+    a["mode"] = "cubic";
+    return run("Resize", {&x, nullptr, &scales}, a);
+  };
+  // Asymmetric, hand-checkable: integral coordinates copy; at x.5 the A = -0.75 kernel weights
+  // are (-3/32, 19/32, 19/32, -3/32), e.g. 1.5 -> -3/32*1 + 19/32*(2 + 3) - 3/32*4 = 2.5 and,
+  // at the right edge (taps 2..5 clamp to 3, 4, 4, 4), 3.5 -> 4.09375.
+  expect_near(cubic({{"coordinate_transformation_mode", "asymmetric"}}), {1, 1.40625, 2, 2.5, 3, 3.59375, 4, 4.09375});
+  expect_near(cubic({}), {0.89453125f, 1.19140625f, 1.66796875f, 2.296875f, 2.703125f, 3.33203125f, 3.80859375f,
+                          4.10546875f});
+  expect_near(cubic({{"coordinate_transformation_mode", "pytorch_half_pixel"}}),
+              {0.89453125f, 1.19140625f, 1.66796875f, 2.296875f, 2.703125f, 3.33203125f, 3.80859375f, 4.10546875f});
+  expect_near(cubic({{"coordinate_transformation_mode", "align_corners"}}),
+              {1.0f, 1.3411079f, 1.8002915f, 2.3294461f, 2.6705539f, 3.1997085f, 3.6588921f, 4.0f});
+  // exclude_outside drops the taps beyond the edges and renormalises the rest.
+  expect_near(cubic({{"cubic_coeff_a", -0.5f}, {"exclude_outside", int64_t{1}}}),
+              {0.91176471f, 1.1678832f, 1.7099237f, 2.25f, 2.75f, 3.2900763f, 3.8321168f, 4.0882353f});
+  // A constant stays constant (the weights sum to 1), with and without exclude_outside.
+  const Tensor c = F({5, 5, 5});
+  const Tensor up = F({2.5f});
+  expect_near(run("Resize", {&c, nullptr, &up}, {{"mode", "cubic"}}), {5, 5, 5, 5, 5, 5, 5});
+  expect_near(run("Resize", {&c, nullptr, &up}, {{"mode", "cubic"}, {"exclude_outside", int64_t{1}}}),
+              {5, 5, 5, 5, 5, 5, 5});
+}
+
+TEST(Resize, CubicIsSeparableWithSizes) {
+  // x = u (x) v with u = [1, 2], v = [1, 2, 3, 4]; resizing to [4, 3] gives R(u) (x) R(v), where
+  // R(u) = [0.89453125, 1.2265625, 1.7734375, 2.10546875] and R(v) = [1.1261574, 2.5, 3.8738426].
+  const Tensor x = F({1, 2, 3, 4, 2, 4, 6, 8}, {2, 4});
+  const Tensor sizes = I64({4, 3}, {2});
+  const Tensor y = run("Resize", {&x, nullptr, nullptr, &sizes}, {{"mode", "cubic"}});
+  EXPECT_EQ(y.shape(), (Shape{4, 3}));
+  expect_near(y, {1.0073830f, 2.2363281f, 3.4652733f, 1.3813024f, 3.0664063f, 4.7515101f, 1.9971698f, 4.4335938f,
+                  6.8700177f, 2.3710892f, 5.2636719f, 8.1562545f});
+  // Integers round to nearest: [10, 20] upsampled x2 -> 8.9453125, 12.265625, 17.734375, 21.0546875.
+  const Tensor u8 = Tensor::from_vector<uint8_t>({10, 20}, {2});
+  const Tensor two = F({2});
+  EXPECT_EQ(values<uint8_t>(run("Resize", {&u8, nullptr, &two}, {{"mode", "cubic"}})),
+            (std::vector<uint8_t>{9, 12, 18, 21}));
 }
 
 }  // namespace
