@@ -145,20 +145,19 @@ class LegacyRewriter {
         return;
       }
     }
+    // `x` refers into g_.values, which grows below: copy what is needed first.
     const int x_index = n.inputs[0];
     const DType dtype = x.dtype;
-    int shape_index;  // X's shape, to restore after the 2-D op
-    if (x.shape_fully_known()) {
-      shape_index = edit_.add_ints(x.name + "_shape", x.static_shape());
-    } else {
-      shape_index = edit_.add_value(x.name + "_shape", DType::kI64);
-      Node shape;
-      shape.op_type = "Shape";
-      shape.name = n.name + "_shape";
-      shape.inputs = {x_index};
-      shape.outputs = {shape_index};
-      edit_.add_node_before(std::move(shape));
-    }
+    const std::string x_name = x.name;
+    // X's shape, to restore after the 2-D op. Computed by Shape even when X's shape is
+    // declared static: constant folding turns it into a constant when that shape is exact.
+    const int shape_index = edit_.add_value(x_name + "_shape", DType::kI64);
+    Node shape;
+    shape.op_type = "Shape";
+    shape.name = n.name + "_shape";
+    shape.inputs = {x_index};
+    shape.outputs = {shape_index};
+    edit_.add_node_before(std::move(shape));
     const int y_index = n.outputs[0];
     const std::string y_name = g_.value(y_index).name;
     const int flat_index = edit_.add_value(y_name + "_2d_input", dtype);

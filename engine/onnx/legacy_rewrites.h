@@ -12,8 +12,8 @@ namespace xnn {
 
 // Rewrites default-domain nodes of `graph` (and of its subgraphs), which must be topologically
 // sorted, for model opset `opset` (helper nodes are inserted in order, so it stays sorted):
-//   Softmax/LogSoftmax/Hardmax < 13   2-D coercion at `axis` -> Flatten, op(axis=-1), Reshape
-//                                     (just axis=-1 when `axis` is the last axis)
+//   Softmax/LogSoftmax/Hardmax < 13   2-D coercion at `axis` -> Flatten, op(axis=-1),
+//                                     Reshape to Shape(X) (just axis=-1 when `axis` is last)
 //   Upsample (any), Resize < 11       -> Resize(X, , scales), asymmetric, nearest floor
 //   Pad < 11, Slice < 10, Clip < 11   attributes -> constant inputs
 //   BatchNormalization < 9            `spatial` = 1 dropped (0 is reported unsupported)

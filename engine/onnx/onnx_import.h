@@ -23,7 +23,8 @@ struct OnnxImportOptions {
 };
 
 Model import_onnx_file(const std::string& path, const OnnxImportOptions& options = {});
-// `base_dir` resolves external data; `name` is used in error messages.
+// `base_dir` is the folder external data locations are relative to ("" rejects external data);
+// `name` is used in error messages. import_onnx_file passes the model file's folder.
 Model import_onnx_bytes(const void* data, size_t size, const std::string& name, const std::string& base_dir,
                         const OnnxImportOptions& options = {});
 

@@ -244,6 +244,12 @@ ConvTransposeParams conv_transpose_params(const Ctx& ctx, const Shape& x, const 
       ctx.fail("strides, dilations and kernel sizes must be positive");
     }
     if (output_padding[i] < 0 || pads[i] < 0 || pads[i + n] < 0) ctx.fail("pads and output_padding must be >= 0");
+    // Bound every geometry attribute so the size arithmetic below cannot overflow int64.
+    constexpr int64_t kMaxGeometry = int64_t{1} << 24;
+    if (strides[i] > kMaxGeometry || dilations[i] > kMaxGeometry || kernel[i] > kMaxGeometry ||
+        output_padding[i] > kMaxGeometry || pads[i] > kMaxGeometry || pads[i + n] > kMaxGeometry) {
+      ctx.fail("strides, dilations, kernel sizes, pads and output_padding must be <= 2^24");
+    }
     const int64_t in = x[2 + i];
     const int64_t full = strides[i] * (in - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1;
     int64_t out = 0, pad_begin = 0;

@@ -103,6 +103,12 @@ WindowGeometry window_geometry(const Node& node, const Shape& in, const std::vec
     if (g.strides[i] <= 0 || g.dilations[i] <= 0 || kernel[i] <= 0)
       throw Error(node.describe() + ": strides, dilations and kernel sizes must be positive");
     if (pads[i] < 0 || pads[i + n] < 0) throw Error(node.describe() + ": negative pads are not supported");
+    // Bound the attributes so the window arithmetic below cannot overflow int64.
+    constexpr int64_t kMaxGeometry = int64_t{1} << 24;
+    if (g.strides[i] > kMaxGeometry || g.dilations[i] > kMaxGeometry || kernel[i] > kMaxGeometry ||
+        pads[i] > kMaxGeometry || pads[i + n] > kMaxGeometry || in[i] > (int64_t{1} << 40)) {
+      throw Error(node.describe() + ": strides, dilations, kernel sizes and pads must be <= 2^24");
+    }
   }
   const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   g.pads_begin.assign(pads.begin(), pads.begin() + static_cast<long>(n));

@@ -104,7 +104,9 @@ struct StaticInference {
 
 // Runs the op's inference when every present input is a constant or has a static shape of
 // sane size; nullopt otherwise (unknown op, control flow, dynamic shapes, inference error).
-std::optional<StaticInference> infer_static(const Graph& g, const Node& n, const OpRegistry& registry) {
+// `trusted` (when given) marks the values whose static shapes may be relied on.
+std::optional<StaticInference> infer_static(const Graph& g, const Node& n, const OpRegistry& registry,
+                                            const std::vector<char>* trusted) {
   if (has_subgraphs(n)) return std::nullopt;
   StaticInference r;
   r.schema = registry.find(n.op_type, n.domain);
@@ -119,6 +121,7 @@ std::optional<StaticInference> infer_static(const Graph& g, const Node& n, const
     }
     r.all_inputs_constant = false;
     if (v.dtype == DType::kUnknown || !v.shape_fully_known()) return std::nullopt;
+    if (trusted && !(*trusted)[static_cast<size_t>(n.inputs[i])]) return std::nullopt;
     Shape shape = v.static_shape();
     if (bounded_numel(shape) < 0) return std::nullopt;
     r.inputs[i] = TensorInfo{v.dtype, std::move(shape), nullptr};
@@ -142,15 +145,15 @@ void record_static_outputs(Graph& g, const Node& n, const std::vector<TensorInfo
   }
 }
 
-// Shape(x) (with opset 15's start/end) when x's shape is static; needs no kernel, and works
-// before any Shape op is registered.
-bool fold_static_shape(Graph& g, const Node& n) {
+// Shape(x) (with opset 15's start/end) when x's shape is static and trusted; needs no kernel,
+// and works before any Shape op is registered.
+bool fold_static_shape(Graph& g, const Node& n, const std::vector<char>& trusted) {
   if (n.op_type != "Shape" || !n.domain.empty() || n.inputs.size() != 1 || n.inputs[0] < 0 ||
       n.outputs.size() != 1 || n.outputs[0] < 0) {
     return false;
   }
   const Value& x = g.value(n.inputs[0]);
-  if (!x.shape_fully_known()) return false;
+  if (!x.shape_fully_known() || !trusted[static_cast<size_t>(n.inputs[0])]) return false;
   const Shape shape = x.static_shape();
   const int64_t rank = static_cast<int64_t>(shape.size());
   int64_t start = n.attr_int("start", 0);
@@ -175,6 +178,14 @@ class ConstantFolder {
     for (const Value& v : g_.values) {
       if (v.is_constant()) budget_bytes_ += static_cast<int64_t>(v.data->nbytes());
     }
+    // Static shapes to rely on: a folded constant must equal the run-time value, so shapes only
+    // declared in the file's value_info (not checked at run time) do not count. Graph inputs'
+    // shapes are checked by the session; constants and shapes inferred here are exact.
+    trusted_.assign(g_.values.size(), 0);
+    for (int i : g_.inputs) trusted_[static_cast<size_t>(i)] = 1;
+    for (size_t i = 0; i < g_.values.size(); ++i) {
+      if (g_.values[i].is_constant()) trusted_[i] = 1;
+    }
     folded_.assign(g_.nodes.size(), 0);
     for (size_t k = 0; k < g_.nodes.size(); ++k) visit(k);
     remove_dead_nodes();
@@ -186,17 +197,25 @@ class ConstantFolder {
   void visit(size_t k) {
     const Node& n = g_.nodes[k];
     try {
-      if (fold_static_shape(g_, n)) {
+      if (fold_static_shape(g_, n, trusted_)) {
+        trust_outputs(n);
         mark_folded(k);
         return;
       }
     } catch (const Error&) {
       return;  // e.g. a malformed start/end attribute: the kernel reports it at run time
     }
-    const std::optional<StaticInference> inferred = infer_static(g_, n, registry_);
+    const std::optional<StaticInference> inferred = infer_static(g_, n, registry_, &trusted_);
     if (!inferred) return;
+    trust_outputs(n);
     if (inferred->all_inputs_constant && try_fold(k, *inferred)) return;
     record_static_outputs(g_, n, inferred->outputs);
+  }
+
+  void trust_outputs(const Node& n) {
+    for (int o : n.outputs) {
+      if (o >= 0) trusted_[static_cast<size_t>(o)] = 1;
+    }
   }
 
   bool try_fold(size_t k, const StaticInference& inferred) {
@@ -310,7 +329,8 @@ class ConstantFolder {
   Graph& g_;
   const OpRegistry& registry_;
   std::vector<char> folded_;
-  std::vector<char> live_;  // per value: read by a kept node, a graph output or a subgraph
+  std::vector<char> trusted_;  // per value: its static shape is exact (see run())
+  std::vector<char> live_;     // per value: read by a kept node, a graph output or a subgraph
   int64_t budget_bytes_ = 0;  // folded bytes still allowed
   FoldStats stats_;
 };
@@ -320,7 +340,7 @@ class ConstantFolder {
 FoldStats fold_constants(Graph& g) { return ConstantFolder(g).run(); }
 
 bool propagate_static_shapes(Graph& g, const Node& node) {
-  const std::optional<StaticInference> inferred = infer_static(g, node, OpRegistry::builtin());
+  const std::optional<StaticInference> inferred = infer_static(g, node, OpRegistry::builtin(), nullptr);
   if (!inferred) return false;
   record_static_outputs(g, node, inferred->outputs);
   return true;

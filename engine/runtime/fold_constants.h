@@ -19,7 +19,9 @@ struct FoldStats {
 constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
 
 // One forward pass over the (topologically sorted, valid) main graph:
-//   - Shape(x) becomes a constant when x's shape is fully static;
+//   - Shape(x) becomes a constant when x's shape is fully static and exact: x is a graph input
+//     (the session checks its shape), a constant, or a value whose shape this pass inferred.
+//     Shapes only declared in value_info are not relied on: nothing checks them at run time;
 //   - a node whose inputs are all constants is evaluated and its outputs become constants
 //     (skipped: unregistered ops, control flow, nondeterministic ops, outputs over
 //     kMaxFoldedBytes, very costly nodes, folding beyond an overall memory allowance, and
@@ -33,9 +35,9 @@ FoldStats fold_constants(Graph& g);
 
 // The shape-propagation step on its own, for passes that edit a graph in topological order
 // (the ONNX importer's legacy rewrites): when every input of `node` is a constant or has a
-// static shape, runs the op's shape inference and records output dtypes and static shapes on
-// the node's output values. Returns false, changing nothing, when that is not possible
-// (unknown op, dynamic shapes, inference error).
+// static shape (declared shapes included), runs the op's shape inference and records output
+// dtypes and static shapes on the node's output values. Returns false, changing nothing, when
+// that is not possible (unknown op, dynamic shapes, inference error).
 bool propagate_static_shapes(Graph& g, const Node& node);
 
 }  // namespace xnn

@@ -126,6 +126,14 @@ std::string serialize(const onnx::ModelProto& m) {
   return bytes;
 }
 
+OnnxImportOptions options(bool checker, bool fold = true, bool shape_inference = false) {
+  OnnxImportOptions o;
+  o.run_checker = checker;
+  o.fold_constants = fold;
+  o.run_shape_inference = shape_inference;
+  return o;
+}
+
 Model import_proto(const onnx::ModelProto& m, const OnnxImportOptions& options = {}) {
   const std::string bytes = serialize(m);
   return import_onnx_bytes(bytes.data(), bytes.size(), "test.onnx", "", options);
@@ -421,7 +429,7 @@ TEST(OnnxImport, MapsEveryAttributeKind) {
   a->set_name("legacy");
   a->set_i(9);
   add_output(g, "y", {2});
-  const Model model = import_proto(m, {.run_checker = false, .fold_constants = true});
+  const Model model = import_proto(m, options(/*checker=*/false));
   const Node& r = model.graph.nodes.at(0);
   EXPECT_EQ(r.attr_int("i"), 3);
   EXPECT_EQ(r.attr_float("f", 0), 0.5f);
@@ -453,6 +461,21 @@ TEST(OnnxImport, ConstantNodesBecomeConstants) {
   EXPECT_EQ(k.data->data<float>()[2], 30.0f);
 }
 
+TEST(OnnxImport, LibOnnxShapeInferenceIsOptIn) {
+  onnx::ModelProto m = make_model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {-1, 3});
+  add_node(g, "Relu", {"x"}, {"r"}, "relu1");
+  add_node(g, "Relu", {"r"}, {"y"}, "relu2");
+  add_output(g, "y", {-1, 3});
+  const Model plain = import_proto(m);
+  EXPECT_FALSE(plain.graph.value(plain.graph.find_value("r")).has_shape);
+  const Model inferred = import_proto(m, options(/*checker=*/true, /*fold=*/true, /*shape_inference=*/true));
+  const Value& r = inferred.graph.value(inferred.graph.find_value("r"));
+  EXPECT_EQ(r.dtype, DType::kF32);
+  EXPECT_EQ(r.shape, (std::vector<Dim>{Dim::named("N"), Dim::fixed(3)}));
+}
+
 // If is not registered yet, so this maps without the checker-and-registry pipeline: the
 // import fails on the unsupported op, but the error proves the nested graph was walked.
 TEST(OnnxImport, NestedGraphsAreMappedAndCheckedForUnsupportedOps) {
@@ -474,7 +497,7 @@ TEST(OnnxImport, NestedGraphsAreMappedAndCheckedForUnsupportedOps) {
   }
   add_output(g, "y", {2});
   try {
-    import_proto(m, {.run_checker = false, .fold_constants = true});
+    import_proto(m, options(/*checker=*/false));
     if (OpRegistry::builtin().find("NonMaxSuppression")) GTEST_SKIP() << "NonMaxSuppression is registered now";
     FAIL() << "expected UnsupportedError";
   } catch (const UnsupportedError& e) {
@@ -584,7 +607,7 @@ TEST(OnnxImport, MutatedModelsNeverCrash) {
     }
     for (bool checker : {true, false}) {
       try {
-        import_onnx_bytes(bytes.data(), bytes.size(), "mutated.onnx", "", {.run_checker = checker, .fold_constants = true});
+        import_onnx_bytes(bytes.data(), bytes.size(), "mutated.onnx", "", options(checker));
       } catch (const Error&) {
       }
     }
@@ -663,7 +686,7 @@ TEST(OnnxImport, ExternalDataOutsideTheModelFolderOrFileIsRejected) {
   for (const Case& c : cases) {
     write_bytes(dir.path() / "model.onnx", serialize(external_data_model(c.location, c.offset, c.length)));
     try {
-      import_onnx_file((dir.path() / "model.onnx").string(), {.run_checker = false, .fold_constants = true});
+      import_onnx_file((dir.path() / "model.onnx").string(), options(/*checker=*/false));
       ADD_FAILURE() << "expected an Error for location '" << c.location << "'";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << c.location << ": " << e.what();
@@ -672,7 +695,7 @@ TEST(OnnxImport, ExternalDataOutsideTheModelFolderOrFileIsRejected) {
   }
   // From bytes there is no folder to resolve locations in.
   const std::string bytes = serialize(external_data_model("w.bin", "", ""));
-  EXPECT_THROW(import_onnx_bytes(bytes.data(), bytes.size(), "mem.onnx", "", {.run_checker = false, .fold_constants = true}),
+  EXPECT_THROW(import_onnx_bytes(bytes.data(), bytes.size(), "mem.onnx", "", options(/*checker=*/false)),
                Error);
 }
 
@@ -716,16 +739,22 @@ TEST(LegacyRewrites, SoftmaxBefore13CoercesTo2D) {
   rewrite_legacy_ops(g, 11, "m", unsupported);
   g.topological_sort();
   g.validate("m");
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Shape", "Flatten", "LogSoftmax", "Reshape"}));
+  const Node& flatten = g.nodes[1];
+  EXPECT_EQ(flatten.attr_int("axis"), 1);
+  EXPECT_EQ(g.nodes[2].attr_int("axis"), -1);
+  const Node& reshape = g.nodes[3];
+  EXPECT_EQ(reshape.inputs[1], g.nodes[0].outputs[0]);  // Reshape back to Shape(x)
+  EXPECT_EQ(g.value(reshape.outputs[0]).name, "y");
+
+  // Folding turns Shape(x) of the graph input into a constant.
+  fold_constants(g);
   ASSERT_EQ(g.nodes.size(), 3u);
-  EXPECT_EQ(g.nodes[0].op_type, "Flatten");
-  EXPECT_EQ(g.nodes[0].attr_int("axis"), 1);
-  EXPECT_EQ(g.nodes[1].op_type, "LogSoftmax");
-  EXPECT_EQ(g.nodes[1].attr_int("axis"), -1);
-  EXPECT_EQ(g.nodes[2].op_type, "Reshape");
   const Value& shape = g.value(g.nodes[2].inputs[1]);
-  ASSERT_TRUE(shape.is_constant());  // x's shape is static
+  ASSERT_TRUE(shape.is_constant());
   EXPECT_EQ(shape.data->to_int_vector(), (std::vector<int64_t>{2, 3, 4}));
-  EXPECT_EQ(g.value(g.nodes[2].outputs[0]).name, "y");
 
   // Opset 13 keeps the node as it is.
   Graph g13 = single_node_graph("Softmax", {2, 3, 4}, {{"axis", int64_t{1}}});
@@ -814,10 +843,47 @@ TEST(LegacyRewrites, AttributesBecomeInputs) {
   EXPECT_EQ(resize.attr_string("coordinate_transformation_mode", ""), "asymmetric");
   EXPECT_EQ(resize.attr_string("nearest_mode", ""), "floor");
 
+  Graph reshape = single_node_graph("Reshape", {2, 3}, {{"shape", std::vector<int64_t>{3, 2}}});
+  rewrite_legacy_ops(reshape, 4, "m", unsupported);
+  ASSERT_EQ(reshape.nodes[0].inputs.size(), 2u);
+  EXPECT_EQ(reshape.value(reshape.nodes[0].inputs[1]).data->to_int_vector(), (std::vector<int64_t>{3, 2}));
+
+  Graph cast = single_node_graph("Cast", {2}, {{"to", "INT64"}});
+  rewrite_legacy_ops(cast, 5, "m", unsupported);
+  EXPECT_EQ(cast.nodes[0].attr_int("to"), 7);
+
   Graph bn = single_node_graph("BatchNormalization", {1, 2, 2, 2}, {{"spatial", int64_t{0}}});
   rewrite_legacy_ops(bn, 7, "m", unsupported);
   ASSERT_EQ(unsupported.size(), 1u);
   EXPECT_NE(unsupported[0].find("spatial=0"), std::string::npos);
+}
+
+// Opset < 7 broadcasting with `axis` needs the rank of A, here an intermediate whose shape is
+// only known by propagating static shapes during the rewrite walk.
+TEST(LegacyRewrites, LegacyBroadcastAlignsBOnAnIntermediate) {
+  Graph g = single_node_graph("Relu", {1, 3, 4, 4});
+  const int r = g.nodes[0].outputs[0];
+  g.value(r).dtype = DType::kUnknown;  // nothing declared about the Relu's output
+  const int bias = g.add_constant("bias", Tensor::from_vector<float>({1, 2, 3}, {3}));
+  Value sum;
+  sum.name = "sum";
+  const int sum_index = g.add_value(sum);
+  Node add;
+  add.op_type = "Add";
+  add.name = "add";
+  add.inputs = {r, bias};
+  add.outputs = {sum_index};
+  add.attrs = {{"broadcast", int64_t{1}}, {"axis", int64_t{1}}};
+  g.nodes.push_back(add);
+  g.outputs = {sum_index};
+  std::vector<std::string> unsupported;
+  rewrite_legacy_ops(g, 6, "m", unsupported);
+  EXPECT_TRUE(unsupported.empty()) << unsupported.front();
+  const Node& rewritten = g.nodes.back();
+  EXPECT_TRUE(rewritten.attrs.empty());
+  const Value& aligned = g.value(rewritten.inputs[1]);
+  ASSERT_TRUE(aligned.is_constant());
+  EXPECT_EQ(aligned.data->shape(), (Shape{3, 1, 1}));
 }
 
 TEST(LegacyRewrites, ConformanceLegacyForms) {
@@ -941,6 +1007,22 @@ TEST(FoldConstants, ShapeOfStaticShapeBecomesConstant) {
   EXPECT_EQ(g.value(g.outputs[1]).data->to_int_vector(), (std::vector<int64_t>{3, 5}));
 }
 
+// value_info may be stale or wrong, and nothing checks it at run time: a Shape of a value whose
+// static shape is only declared stays a run-time computation.
+TEST(FoldConstants, DeclaredIntermediateShapesAreNotTrusted) {
+  Graph g;
+  const int x = ir_value(g, "x", DType::kF32);  // graph input without a declared shape
+  g.inputs.push_back(x);
+  const int r = ir_value(g, "r", DType::kF32, Shape{7, 7});  // declared by value_info only
+  const int s = ir_value(g, "s");
+  ir_node(g, "Relu", "relu", {x}, {r});
+  ir_node(g, "Shape", "shape", {r}, {s});
+  g.outputs = {s};
+  fold_constants(g);
+  EXPECT_EQ(g.nodes.size(), 2u);
+  EXPECT_FALSE(g.value(g.outputs[0]).is_constant());
+}
+
 // PyTorch's x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
 TEST(FoldConstants, PyTorchReshapeChainFoldsToOneReshape) {
   SKIP_UNLESS_REGISTERED("Shape", "Gather", "Unsqueeze", "Concat", "Reshape");
@@ -970,7 +1052,7 @@ TEST(FoldConstants, PyTorchReshapeChainFoldsToOneReshape) {
   EXPECT_EQ(y.shape(), (Shape{2, 12}));
 
   // Without folding the chain stays and computes the same.
-  const Model unfolded = import_proto(m, {.run_checker = true, .fold_constants = false});
+  const Model unfolded = import_proto(m, options(/*checker=*/true, /*fold=*/false));
   EXPECT_EQ(unfolded.graph.nodes.size(), 5u);
 }
 
