@@ -387,13 +387,7 @@ void arg_kernel(KernelContext& ctx) {
 }
 
 OpSchema arg_op(const char* type, KernelFn kernel, const char* doc) {
-  OpSchema s;
-  s.type = type;
-  s.infer = infer_arg;
-  s.cost = reduce_cost;
-  s.reference = std::move(kernel);
-  s.doc = doc;
-  return s;
+  return make_schema(type, 1, 1, infer_arg, std::move(kernel), reduce_cost, doc);
 }
 
 }  // namespace

@@ -69,13 +69,7 @@ OpCost softmax_cost(const Node& node, std::span<const TensorInfo> in, std::span<
 }
 
 OpSchema softmax_schema(const char* type, KernelFn kernel, const char* doc) {
-  OpSchema s;
-  s.type = type;
-  s.infer = infer_softmax;
-  s.cost = softmax_cost;
-  s.reference = std::move(kernel);
-  s.doc = doc;
-  return s;
+  return make_schema(type, 1, 1, infer_softmax, std::move(kernel), softmax_cost, doc);
 }
 
 }  // namespace

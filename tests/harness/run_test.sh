@@ -13,6 +13,14 @@ failed=0
 ok() { passed=$((passed + 1)); echo "ok    $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL  $1"; [ -f "$work/out.txt" ] && sed 's/^/      /' "$work/out.txt" | tail -25; }
 q() { sqlite3 -batch -noheader "$1" "$2"; }
+# Waits (up to 30 s) until database $1 has at least $2 DONE jobs.
+wait_for_done_jobs() {
+  for _ in $(seq 1 300); do
+    n=$(q "$1" "select count(*) from jobs where status='DONE'" 2>/dev/null || echo 0)
+    [ "${n:-0}" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+}
 
 model=$ROOT/configs/models/fmnist_cnn.onnx
 [ -f "$model" ] || { echo "FAIL  $model missing"; echo "0 passed, 1 failed"; exit 1; }
@@ -65,11 +73,7 @@ YAML
 db2=$work/resume.db
 "$XNN" run "$work/many.yaml" --db "$db2" >"$work/run1.txt" 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do
-  n=$(q "$db2" "select count(*) from jobs where status='DONE'" 2>/dev/null || echo 0)
-  [ "${n:-0}" -ge 2 ] && break
-  sleep 0.1
-done
+wait_for_done_jobs "$db2" 2
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 done_before=$(q "$db2" "select count(*) from jobs where status='DONE'")
@@ -90,11 +94,7 @@ fi
 db4=$work/sigint.db
 "$XNN" run "$work/many.yaml" --db "$db4" >"$work/sigint.txt" 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do
-  n=$(q "$db4" "select count(*) from jobs where status='DONE'" 2>/dev/null || echo 0)
-  [ "${n:-0}" -ge 1 ] && break
-  sleep 0.1
-done
+wait_for_done_jobs "$db4" 1
 kill -INT $pid
 wait $pid
 rc=$?
