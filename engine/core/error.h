@@ -18,6 +18,13 @@ class UnsupportedError : public Error {
   explicit UnsupportedError(const std::string& what) : Error(what) {}
 };
 
+// Shape inference needs an input's value that is only known at run time (data-dependent
+// shapes); the session then runs the graph without a static plan.
+class ValueNeededError : public Error {
+ public:
+  explicit ValueNeededError(const std::string& what) : Error(what) {}
+};
+
 #define XNN_CHECK(cond, msg)                      \
   do {                                            \
     if (!(cond)) throw ::xnn::Error(msg);         \

@@ -9,7 +9,10 @@ const TensorInfo& InferContext::input(int i) const {
 
 const Tensor& InferContext::input_value(int i) const {
   const TensorInfo& t = input(i);
-  if (!t.value) fail("input " + std::to_string(i) + " must be a constant (its value decides the output shape)");
+  if (!t.value) {
+    throw ValueNeededError(node_.describe() + ": input " + std::to_string(i) +
+                           " must be a constant (its value decides the output shape)");
+  }
   return *t.value;
 }
 
@@ -61,6 +64,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_nn_ops(r);
     register_tensor_ops(r);
     register_reduce_ops(r);
+    register_fused_ops(r);
     return r;
   }();
   return reg;

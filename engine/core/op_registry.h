@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/core/graph.h"
+#include "engine/core/thread_pool.h"
 
 namespace xnn {
 
@@ -65,10 +66,13 @@ struct OpCost {
 
 class KernelContext {
  public:
-  KernelContext(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs)
-      : node_(node), inputs_(inputs), outputs_(outputs) {}
+  KernelContext(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
+                ThreadPool* pool = nullptr)
+      : node_(node), inputs_(inputs), outputs_(outputs), pool_(pool) {}
 
   const Node& node() const { return node_; }
+  // The session's thread pool (null: run serially). Reference kernels ignore it.
+  ThreadPool* pool() const { return pool_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   bool has_input(int i) const {
@@ -88,6 +92,7 @@ class KernelContext {
   const Node& node_;
   std::span<const Tensor* const> inputs_;
   std::span<Tensor* const> outputs_;
+  ThreadPool* pool_ = nullptr;
 };
 
 using InferFn = std::function<void(InferContext&)>;
@@ -134,6 +139,7 @@ void register_elementwise_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
 void register_tensor_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
+void register_fused_ops(OpRegistry& r);  // ai.xnn FusedConv/FusedGemm; after Conv and Gemm
 
 // Runs `schema.infer` for `node`; checks the arity first. Throws naming the node.
 std::vector<TensorInfo> infer_node(const OpSchema& schema, const Node& node,

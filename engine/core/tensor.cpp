@@ -1,5 +1,6 @@
 #include "engine/core/tensor.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -22,7 +23,14 @@ std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
+namespace {
+std::atomic<int64_t> g_buffer_allocations{0};
+}  // namespace
+
+int64_t Buffer::allocation_count() { return g_buffer_allocations.load(std::memory_order_relaxed); }
+
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  g_buffer_allocations.fetch_add(1, std::memory_order_relaxed);
   // Round up so aligned_alloc's size requirement holds and SIMD tails may over-read safely.
   const size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   void* p = std::aligned_alloc(kTensorAlignment, rounded == 0 ? kTensorAlignment : rounded);

@@ -32,6 +32,8 @@ class Buffer {
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
+  // Buffers allocated by this process so far (tests check a steady-state run allocates none).
+  static int64_t allocation_count();
   bool owns_memory() const { return owner_ == nullptr; }
 
  private:

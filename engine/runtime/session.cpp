@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <unordered_map>
 
+#include "engine/backends/cpu/cpu_kernel.h"
+#include "engine/passes/optimize.h"
 #include "engine/runtime/executor.h"
+#include "engine/runtime/memory_planner.h"
 
 namespace xnn {
 namespace {
@@ -24,12 +28,66 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+// Ops whose output is the input's bytes under another shape: run as views.
+bool is_view_op(const Node& n) {
+  return n.domain.empty() &&
+         (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" || n.op_type == "Unsqueeze");
+}
+
+// Elementwise ops whose kernels (reference and CPU) read element i before writing element i,
+// so the output may share the buffer of an input of the same shape that dies here.
+bool is_in_place_op(const Node& n) {
+  static const char* const kOps[] = {"Relu", "Clip", "LeakyRelu", "HardSwish", "HardSigmoid", "Sigmoid", "Tanh",
+                                     "Add",  "Sub",  "Mul",       "Div",       "Neg",         "Abs",     "Exp"};
+  if (!n.domain.empty()) return false;
+  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return n.op_type == op; });
+}
+
+bool is_nondeterministic(const Node& n) { return n.op_type.rfind("Random", 0) == 0 || n.op_type == "Bernoulli"; }
+
+// Outputs up to this size are computed at preparation when all inputs are known.
+constexpr int64_t kShapeTimeMaxBytes = int64_t{1} << 20;
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int v) {
+    while (parent[static_cast<size_t>(v)] != v) v = parent[static_cast<size_t>(v)] = parent[static_cast<size_t>(parent[static_cast<size_t>(v)])];
+    return v;
+  }
+};
+
 }  // namespace
+
+enum class StepKind { kExecute, kShapeTime, kStaticView, kRuntimeView };
+enum class ValueKind { kUnused, kConstant, kInput, kShapeTime, kArena, kOutput, kRuntimeView };
+
+struct Session::Plan {
+  std::vector<Shape> input_shapes;  // the signature this plan was prepared for
+  bool planned = false;
+  std::vector<Tensor> slots;        // one per value of the optimised graph
+  std::vector<ValueKind> kinds;
+  struct Step {
+    StepKind kind = StepKind::kExecute;
+    const OpSchema* schema = nullptr;
+    std::unique_ptr<CpuKernel> kernel;
+    std::vector<const Tensor*> ins;
+    std::vector<Tensor*> outs;
+    OpCost cost;
+    std::string kernel_name;
+    Shape view_shape;  // kRuntimeView: the output's shape
+  };
+  std::vector<Step> steps;  // one per node
+  std::shared_ptr<Buffer> arena;
+  MemoryStats stats;
+};
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     : model_(std::move(model)), options_(options), registry_(OpRegistry::builtin()) {
-  const Graph& g = model_->graph;
-  g.validate("model");
+  model_->graph.validate("model");
+  optimized_ = std::make_shared<Model>(*model_);
+  if (options_.opt_level > 0) optimize_graph(optimized_->graph, options_.opt_level);
+  const Graph& g = optimized_->graph;
   // Unsupported ops are reported all at once, before anything runs.
   std::vector<std::string> missing;
   for (const Node& n : g.nodes) {
@@ -42,11 +100,10 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   }
   for (int i : g.inputs) inputs_.push_back(io_info(g.value(i)));
   for (int o : g.outputs) outputs_.push_back(io_info(g.value(o)));
-  slots_.resize(g.values.size());
-  for (size_t i = 0; i < g.values.size(); ++i) {
-    if (g.values[i].is_constant()) slots_[i] = *g.values[i].data;
-  }
+  pool_ = std::make_unique<ThreadPool>(options_.threads);
 }
+
+Session::~Session() = default;
 
 void Session::check_inputs(const std::map<std::string, Tensor>& given) const {
   std::string names;
@@ -92,10 +149,265 @@ void Session::check_inputs(const std::map<std::string, Tensor>& given) const {
   }
 }
 
-std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
-  check_inputs(given);
-  const Graph& g = model_->graph;
-  for (int i : g.inputs) slots_[static_cast<size_t>(i)] = given.at(g.value(i).name);
+void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
+  const Graph& g = optimized_->graph;
+  auto plan = std::make_unique<Plan>();
+  for (const IoInfo& in : inputs_) {
+    auto it = input_shapes.find(in.name);
+    if (it != input_shapes.end()) {
+      plan->input_shapes.push_back(it->second);
+      continue;
+    }
+    Shape s;
+    for (const Dim& d : in.shape) {
+      if (!in.has_shape || !d.known()) {
+        throw Error("prepare: input '" + in.name + "' has no fully known shape " + dims_str(in.shape) +
+                    "; give one (e.g. --shape " + in.name + "=1,3,224,224)");
+      }
+      s.push_back(d.value);
+    }
+    plan->input_shapes.push_back(s);
+  }
+  const size_t nv = g.values.size();
+  plan->slots.resize(nv);
+  plan->kinds.assign(nv, ValueKind::kUnused);
+  plan->steps.resize(g.nodes.size());
+  std::vector<TensorInfo> infos(nv);
+  for (size_t i = 0; i < nv; ++i) {
+    if (g.values[i].is_constant()) {
+      plan->slots[i] = *g.values[i].data;
+      plan->kinds[i] = ValueKind::kConstant;
+      infos[i] = TensorInfo{plan->slots[i].dtype(), plan->slots[i].shape(), &plan->slots[i]};
+    }
+  }
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const size_t v = static_cast<size_t>(g.inputs[k]);
+    plan->kinds[v] = ValueKind::kInput;
+    infos[v] = TensorInfo{inputs_[k].dtype, plan->input_shapes[k], nullptr};
+  }
+  std::vector<bool> is_graph_output(nv, false);
+  for (int o : g.outputs) is_graph_output[static_cast<size_t>(o)] = true;
+
+  // 1. Shapes of every value; shape-time evaluation of what is already known.
+  bool static_plan = options_.memory_planning;
+  try {
+    std::vector<TensorInfo> ins;
+    std::vector<const Tensor*> in_ptrs;
+    for (size_t ni = 0; ni < g.nodes.size() && static_plan; ++ni) {
+      const Node& n = g.nodes[ni];
+      Plan::Step& step = plan->steps[ni];
+      step.schema = &schema_for(registry_, n);
+      if (step.schema->has_subgraphs) {
+        static_plan = false;
+        break;
+      }
+      ins.assign(n.inputs.size(), TensorInfo{});
+      bool all_known = true;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] < 0) continue;
+        ins[k] = infos[static_cast<size_t>(n.inputs[k])];
+        if (ins[k].dtype == DType::kUnknown) throw Error(n.describe() + ": input " + std::to_string(k) + " unknown");
+        if (!ins[k].value) all_known = false;
+      }
+      std::vector<TensorInfo> outs = infer_node(*step.schema, n, ins, static_cast<int>(n.outputs.size()));
+      int64_t out_bytes = 0;
+      for (const TensorInfo& o : outs) {
+        if (o.dtype != DType::kUnknown) out_bytes += shape_numel(o.shape) * static_cast<int64_t>(dtype_size(o.dtype));
+      }
+      const bool shape_only = n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
+      if ((shape_only || all_known) && !is_nondeterministic(n) && out_bytes <= kShapeTimeMaxBytes) {
+        // Evaluate now. Shape/Size read only shapes: give them a zero-stride stand-in? No: a
+        // tiny tensor of the right shape is not possible without its bytes, so evaluate them
+        // from the shape directly.
+        std::vector<Tensor> results(n.outputs.size());
+        if (shape_only) {
+          const Shape& s = ins[0].shape;
+          if (n.op_type == "Size") {
+            results[0] = Tensor::scalar<int64_t>(shape_numel(s));
+          } else {
+            const int64_t rank = static_cast<int64_t>(s.size());
+            int64_t start = n.attr_int("start", 0), end = n.attr_int("end", rank);
+            if (start < 0) start += rank;
+            if (end < 0) end += rank;
+            start = std::clamp<int64_t>(start, 0, rank);
+            end = std::clamp<int64_t>(end, start, rank);
+            results[0] = Tensor::from_vector<int64_t>(std::vector<int64_t>(s.begin() + start, s.begin() + end),
+                                                     {end - start});
+          }
+        } else {
+          in_ptrs.assign(n.inputs.size(), nullptr);
+          for (size_t k = 0; k < n.inputs.size(); ++k) in_ptrs[k] = ins[k].value;
+          run_node(registry_, n, in_ptrs, results);
+        }
+        step.kind = StepKind::kShapeTime;
+        step.kernel_name = "shape-time";
+        for (size_t k = 0; k < n.outputs.size(); ++k) {
+          const int v = n.outputs[k];
+          if (v < 0 || !results[k].defined()) continue;
+          plan->slots[static_cast<size_t>(v)] = results[k];
+          plan->kinds[static_cast<size_t>(v)] = ValueKind::kShapeTime;
+          infos[static_cast<size_t>(v)] = TensorInfo{results[k].dtype(), results[k].shape(), &plan->slots[static_cast<size_t>(v)]};
+        }
+        continue;
+      }
+      const OpCost cost = step.schema->cost ? step.schema->cost(n, ins, outs) : default_cost(n, ins, outs);
+      step.cost = cost;
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        const int v = n.outputs[k];
+        if (v < 0 || outs[k].dtype == DType::kUnknown) continue;
+        infos[static_cast<size_t>(v)] = TensorInfo{outs[k].dtype, outs[k].shape, nullptr};
+        plan->kinds[static_cast<size_t>(v)] = is_graph_output[static_cast<size_t>(v)] ? ValueKind::kOutput : ValueKind::kArena;
+      }
+    }
+  } catch (const ValueNeededError&) {
+    static_plan = false;  // data-dependent shapes: no static plan
+  }
+  if (!static_plan) {
+    auto dyn = std::make_unique<Plan>();
+    dyn->input_shapes = plan->input_shapes;
+    dyn->planned = false;
+    plan_ = std::move(dyn);
+    return;
+  }
+
+  // 2. Views and in-place outputs share their input's buffer (union-find over values).
+  UnionFind roots(nv);
+  std::vector<int> last_use(nv), first_def(nv, -1);
+  for (size_t v = 0; v < nv; ++v) last_use[v] = -1;
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    for (int v : g.nodes[ni].inputs) {
+      if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(ni);
+    }
+    for (int v : g.nodes[ni].outputs) {
+      if (v >= 0) {
+        first_def[static_cast<size_t>(v)] = static_cast<int>(ni);
+        last_use[static_cast<size_t>(v)] = std::max(last_use[static_cast<size_t>(v)], static_cast<int>(ni));
+      }
+    }
+  }
+  auto merge = [&](int into, int from) {  // `from` joins `into`'s buffer
+    const int a = roots.find(into), b = roots.find(from);
+    if (a == b) return;
+    roots.parent[static_cast<size_t>(b)] = a;
+    last_use[static_cast<size_t>(a)] = std::max(last_use[static_cast<size_t>(a)], last_use[static_cast<size_t>(b)]);
+  };
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const Node& n = g.nodes[ni];
+    Plan::Step& step = plan->steps[ni];
+    if (step.kind != StepKind::kExecute || !is_view_op(n) || n.outputs[0] < 0) continue;
+    const size_t in = static_cast<size_t>(n.inputs[0]), out = static_cast<size_t>(n.outputs[0]);
+    if (plan->kinds[out] != ValueKind::kArena) continue;  // graph outputs own their buffers
+    if (plan->kinds[in] == ValueKind::kArena) {
+      step.kind = StepKind::kStaticView;
+      merge(static_cast<int>(in), static_cast<int>(out));
+    } else if (plan->kinds[in] == ValueKind::kInput) {
+      step.kind = StepKind::kRuntimeView;
+      step.view_shape = infos[out].shape;
+      plan->kinds[out] = ValueKind::kRuntimeView;
+    }
+  }
+  // Roots' last uses include their views' consumers now; decide in-place in execution order.
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const Node& n = g.nodes[ni];
+    if (plan->steps[ni].kind != StepKind::kExecute || !is_in_place_op(n) || n.outputs.empty() || n.outputs[0] < 0) continue;
+    const size_t out = static_cast<size_t>(n.outputs[0]);
+    if (plan->kinds[out] != ValueKind::kArena) continue;
+    for (int in : n.inputs) {
+      if (in < 0 || plan->kinds[static_cast<size_t>(in)] != ValueKind::kArena) continue;
+      const TensorInfo& ii = infos[static_cast<size_t>(in)];
+      if (ii.dtype != infos[out].dtype || ii.shape != infos[out].shape) continue;
+      const int r = roots.find(in);
+      if (last_use[static_cast<size_t>(r)] != static_cast<int>(ni)) continue;
+      merge(in, static_cast<int>(out));
+      ++plan->stats.in_place_tensors;
+      break;
+    }
+  }
+
+  // 3. Lifetimes of arena buffers (one per root) and the plan.
+  std::vector<int> record_of(nv, -1);
+  std::vector<TensorLifetime> lifetimes;
+  std::vector<int> record_root;
+  for (size_t v = 0; v < nv; ++v) {
+    if (plan->kinds[v] != ValueKind::kArena) continue;
+    const int r = roots.find(static_cast<int>(v));
+    if (record_of[static_cast<size_t>(r)] < 0) {
+      record_of[static_cast<size_t>(r)] = static_cast<int>(lifetimes.size());
+      lifetimes.push_back(TensorLifetime{0, first_def[static_cast<size_t>(r)], last_use[static_cast<size_t>(r)]});
+      record_root.push_back(r);
+    }
+    TensorLifetime& lt = lifetimes[static_cast<size_t>(record_of[static_cast<size_t>(r)])];
+    const int64_t bytes = shape_numel(infos[v].shape) * static_cast<int64_t>(dtype_size(infos[v].dtype));
+    lt.bytes = std::max(lt.bytes, bytes);
+    lt.first_step = std::min(lt.first_step, first_def[v]);
+    ++plan->stats.planned_tensors;
+    if (static_cast<int>(v) != r) ++plan->stats.aliased_tensors;
+  }
+  plan->stats.aliased_tensors -= plan->stats.in_place_tensors;
+  const MemoryPlan mp = plan_memory(lifetimes);
+  plan->arena = Buffer::allocate(static_cast<size_t>(std::max<int64_t>(mp.arena_bytes, 1)));
+  plan->stats.planned = true;
+  plan->stats.arena_bytes = mp.arena_bytes;
+  plan->stats.lower_bound_bytes = mp.lower_bound_bytes;
+  for (size_t v = 0; v < nv; ++v) {
+    const TensorInfo& info = infos[v];
+    switch (plan->kinds[v]) {
+      case ValueKind::kArena: {
+        const int rec = record_of[static_cast<size_t>(roots.find(static_cast<int>(v)))];
+        plan->slots[v] = Tensor(info.dtype, info.shape, plan->arena, static_cast<size_t>(mp.offsets[static_cast<size_t>(rec)]));
+        break;
+      }
+      case ValueKind::kOutput:
+        plan->slots[v] = Tensor(info.dtype, info.shape);
+        plan->stats.output_bytes += static_cast<int64_t>(plan->slots[v].nbytes());
+        break;
+      default: break;
+    }
+  }
+  for (const Value& v : g.values) {
+    if (v.is_constant()) plan->stats.weight_bytes += static_cast<int64_t>(v.data->nbytes());
+  }
+
+  // 4. Kernels: a CPU backend kernel where one applies, else the reference kernel.
+  const kernels::Isa isa = kernels::best_isa();
+  std::vector<TensorInfo> ins, outs;
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const Node& n = g.nodes[ni];
+    Plan::Step& step = plan->steps[ni];
+    if (step.kind == StepKind::kShapeTime) continue;
+    step.ins.assign(n.inputs.size(), nullptr);
+    step.outs.assign(n.outputs.size(), nullptr);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] >= 0) step.ins[k] = &plan->slots[static_cast<size_t>(n.inputs[k])];
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int v = n.outputs[k];
+      if (v >= 0 && infos[static_cast<size_t>(v)].dtype != DType::kUnknown) step.outs[k] = &plan->slots[static_cast<size_t>(v)];
+    }
+    if (step.kind == StepKind::kStaticView || step.kind == StepKind::kRuntimeView) {
+      step.kernel_name = "view";
+      continue;
+    }
+    if (options_.cpu_kernels) {
+      ins.assign(n.inputs.size(), TensorInfo{});
+      outs.assign(n.outputs.size(), TensorInfo{});
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] >= 0) ins[k] = infos[static_cast<size_t>(n.inputs[k])];
+      }
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        if (n.outputs[k] >= 0) outs[k] = infos[static_cast<size_t>(n.outputs[k])];
+      }
+      CpuKernelPrepareContext ctx{n, ins, outs, isa, pool_.get(), options_.tune};
+      step.kernel = CpuKernelRegistry::builtin().create(ctx);
+    }
+    step.kernel_name = step.kernel ? step.kernel->name() : "reference";
+  }
+  plan->planned = true;
+  plan_ = std::move(plan);
+}
+
+void Session::run_unplanned(std::vector<Tensor>& slots) {
+  const Graph& g = optimized_->graph;
   std::vector<const Tensor*> ins;
   std::vector<Tensor> outs;
   if (options_.profile) profile_.assign(g.nodes.size(), NodeProfile{});
@@ -103,12 +415,12 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
     const Node& n = g.nodes[node_index];
     ins.assign(n.inputs.size(), nullptr);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (n.inputs[k] >= 0) ins[k] = &slots_[static_cast<size_t>(n.inputs[k])];
+      if (n.inputs[k] >= 0) ins[k] = &slots[static_cast<size_t>(n.inputs[k])];
     }
     // Move previous outputs in so their storage is reused, then move them back.
     outs.assign(n.outputs.size(), Tensor());
     for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (n.outputs[k] >= 0) outs[k] = std::move(slots_[static_cast<size_t>(n.outputs[k])]);
+      if (n.outputs[k] >= 0) outs[k] = std::move(slots[static_cast<size_t>(n.outputs[k])]);
     }
     const auto t0 = std::chrono::steady_clock::now();
     run_node(registry_, n, ins, outs);
@@ -123,21 +435,113 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
       for (const Tensor& t : outs) p.output_shapes.push_back(t.defined() ? t.shape() : Shape{});
     }
     for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (n.outputs[k] >= 0) slots_[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
+      if (n.outputs[k] >= 0) slots[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
     }
   }
+}
+
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
+  check_inputs(given);
+  const Graph& g = optimized_->graph;
+  bool same_shapes = plan_ != nullptr;
+  for (size_t k = 0; same_shapes && k < inputs_.size(); ++k) {
+    same_shapes = given.at(inputs_[k].name).shape() == plan_->input_shapes[k];
+  }
+  if (!same_shapes) {
+    std::map<std::string, Shape> shapes;
+    for (const IoInfo& in : inputs_) shapes[in.name] = given.at(in.name).shape();
+    prepare(shapes);
+  }
+  Plan& plan = *plan_;
   std::vector<Tensor> result;
   result.reserve(g.outputs.size());
-  for (int o : g.outputs) result.push_back(slots_[static_cast<size_t>(o)]);
+  if (!plan.planned) {
+    // Dynamic shapes: infer and allocate as we go (slots keep last run's buffers for reuse).
+    if (plan.slots.size() != g.values.size()) {
+      plan.slots.assign(g.values.size(), Tensor());
+      for (size_t i = 0; i < g.values.size(); ++i) {
+        if (g.values[i].is_constant()) plan.slots[i] = *g.values[i].data;
+      }
+    }
+    for (int i : g.inputs) plan.slots[static_cast<size_t>(i)] = given.at(g.value(i).name);
+    run_unplanned(plan.slots);
+    for (int o : g.outputs) result.push_back(plan.slots[static_cast<size_t>(o)]);
+    for (int i : g.inputs) plan.slots[static_cast<size_t>(i)] = Tensor();
+    // Outputs belong to the caller now: do not reuse their buffers next run.
+    for (int o : g.outputs) {
+      if (!g.value(o).is_constant()) plan.slots[static_cast<size_t>(o)] = Tensor();
+    }
+    return result;
+  }
+
+  for (int i : g.inputs) plan.slots[static_cast<size_t>(i)] = given.at(g.value(i).name);
+  // Output buffers still held by the caller from a previous run get replaced, never overwritten.
+  for (int o : g.outputs) {
+    Tensor& t = plan.slots[static_cast<size_t>(o)];
+    if (plan.kinds[static_cast<size_t>(o)] == ValueKind::kOutput && t.buffer().use_count() > 1) {
+      t = Tensor(t.dtype(), t.shape());
+    }
+  }
+  if (options_.profile) profile_.assign(g.nodes.size(), NodeProfile{});
+  ThreadPool* pool = pool_.get();
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    Plan::Step& step = plan.steps[ni];
+    const Node& n = g.nodes[ni];
+    if (step.kind == StepKind::kShapeTime || step.kind == StepKind::kStaticView) continue;
+    if (step.kind == StepKind::kRuntimeView) {
+      *step.outs[0] = step.ins[0]->reshaped(step.view_shape);
+      continue;
+    }
+    const auto t0 = options_.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    KernelContext ctx(n, step.ins, step.outs, pool);
+    if (step.kernel) {
+      step.kernel->run(ctx);
+    } else {
+      step.schema->reference(ctx);
+    }
+    if (options_.profile) {
+      NodeProfile& p = profile_[ni];
+      p.time_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      p.node_index = ni;
+      p.name = n.name;
+      p.op_type = n.op_type;
+      p.kernel = step.kernel_name;
+      p.macs = step.cost.macs;
+      p.bytes = step.cost.bytes_read + step.cost.bytes_written;
+      for (const Tensor* t : step.ins) p.input_shapes.push_back(t ? t->shape() : Shape{});
+      for (const Tensor* t : step.outs) p.output_shapes.push_back(t ? t->shape() : Shape{});
+    }
+  }
+  if (options_.profile) {
+    // Only executed nodes are profiled.
+    profile_.erase(std::remove_if(profile_.begin(), profile_.end(), [](const NodeProfile& p) { return p.op_type.empty(); }),
+                   profile_.end());
+  }
+  for (int o : g.outputs) result.push_back(plan.slots[static_cast<size_t>(o)]);
   // Graph inputs are the caller's tensors: drop our references so they are not kept alive.
-  for (int i : g.inputs) slots_[static_cast<size_t>(i)] = Tensor();
+  for (int i : g.inputs) plan.slots[static_cast<size_t>(i)] = Tensor();
+  for (size_t v = 0; v < plan.kinds.size(); ++v) {
+    if (plan.kinds[v] == ValueKind::kRuntimeView) plan.slots[v] = Tensor();
+  }
   return result;
 }
 
+std::vector<std::string> Session::kernel_names() const {
+  std::vector<std::string> names;
+  if (!plan_) return names;
+  for (const auto& s : plan_->steps) names.push_back(plan_->planned ? s.kernel_name : "reference");
+  return names;
+}
+
+MemoryStats Session::memory_stats() const { return plan_ ? plan_->stats : MemoryStats{}; }
+
 int64_t Session::activation_bytes() const {
+  if (!plan_) return 0;
+  if (plan_->planned) return plan_->stats.arena_bytes;
   int64_t total = 0;
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (!model_->graph.values[i].is_constant() && slots_[i].defined()) total += static_cast<int64_t>(slots_[i].nbytes());
+  const Graph& g = optimized_->graph;
+  for (size_t i = 0; i < plan_->slots.size(); ++i) {
+    if (!g.values[i].is_constant() && plan_->slots[i].defined()) total += static_cast<int64_t>(plan_->slots[i].nbytes());
   }
   return total;
 }

@@ -1,6 +1,17 @@
-// Session: runs a Model. Load once, run many times; input shapes may change between runs
-// (symbolic dims are fixed by the inputs given), and intermediate buffers are reused between
-// runs of the same shapes.
+// Session: runs a Model. Load once, run many times.
+//
+// Construction optimises a copy of the graph (engine/passes, --opt-level) and creates the
+// thread pool. Preparation (MNN's onResize) happens once per set of input shapes: shapes of
+// every tensor are inferred, shape-only computations (Shape -> Gather -> Concat chains) are
+// evaluated, a kernel is chosen for every node (CPU backend kernels, else the reference
+// kernel), weights are packed, and all intermediate tensors get offsets in one arena from the
+// static memory planner. Running (onExecute) then only calls kernels: no shape inference, no
+// allocation, no thread creation. Reshape/Flatten/Squeeze/Unsqueeze become views (no copy),
+// elementwise ops write in place where their input dies.
+//
+// Graphs whose shapes depend on tensor values (NonZero, a Reshape fed by computed data) or
+// that use control flow run without a static plan: every node is inferred and allocated at
+// run time (memory_stats().planned is false).
 //
 // Returned output tensors are owned by the caller: the session never overwrites a buffer the
 // caller still holds.
@@ -12,6 +23,7 @@
 
 #include "engine/core/graph.h"
 #include "engine/core/op_registry.h"
+#include "engine/core/thread_pool.h"
 
 namespace xnn {
 
@@ -19,6 +31,16 @@ struct SessionOptions {
   int threads = 1;
   // Time every node of every run (per-op profile); costs two clock reads per node.
   bool profile = false;
+  // Graph optimisation level (engine/passes/optimize.h): 0 none, 1 folding and cleanup,
+  // 2 also fusion. Levels only change speed, never results beyond float rounding.
+  int opt_level = 2;
+  // Optimised CPU kernels where they apply (false: every node runs its reference kernel).
+  bool cpu_kernels = true;
+  // Choose among applicable conv algorithms by timing them at preparation.
+  bool tune = false;
+  // Plan intermediate tensors into one arena (false: each tensor gets its own buffer, as
+  // the reference runtime did; for debugging the planner).
+  bool memory_planning = true;
 };
 
 // One node's share of the last profiled run.
@@ -26,7 +48,18 @@ struct NodeProfile {
   size_t node_index = 0;
   std::string name, op_type, kernel;
   std::vector<Shape> input_shapes, output_shapes;
+  double macs = 0, bytes = 0;  // the op's cost model
   double time_ms = 0;
+};
+
+struct MemoryStats {
+  bool planned = false;            // a static plan exists for the last input shapes
+  int64_t arena_bytes = 0;         // planned arena for intermediate tensors
+  int64_t lower_bound_bytes = 0;   // liveness lower bound of the same tensors
+  int64_t output_bytes = 0;        // graph outputs (owned buffers, outside the arena)
+  int64_t weight_bytes = 0;        // constants of the optimised graph
+  int64_t packed_weight_bytes = 0; // extra memory of kernels' packed weights (not counted yet: 0)
+  int planned_tensors = 0, aliased_tensors = 0, in_place_tensors = 0;
 };
 
 struct IoInfo {
@@ -39,15 +72,26 @@ struct IoInfo {
 class Session {
  public:
   explicit Session(std::shared_ptr<const Model> model, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
+  // The model as given (before optimisation).
   const Model& model() const { return *model_; }
+  // The graph the session runs (after the optimisation passes).
+  const Graph& optimized_graph() const { return optimized_->graph; }
+  const SessionOptions& options() const { return options_; }
 
   // Checks inputs against the declared signature: every input present, no unknown names,
   // dtypes equal, known dims equal, a symbolic dim bound to one size across inputs. Throws an
   // Error naming the input and what was expected.
   void check_inputs(const std::map<std::string, Tensor>& inputs) const;
+
+  // Prepares for these input shapes without running (inspect uses it to report the plan).
+  // Inputs not listed use their declared shape (which must then be fully known).
+  void prepare(const std::map<std::string, Shape>& input_shapes = {});
 
   // Runs the graph; returns the graph outputs in declaration order.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
@@ -56,16 +100,25 @@ class Session {
 
   // Per-node timings of the last run (empty unless options.profile).
   const std::vector<NodeProfile>& last_profile() const { return profile_; }
-  // Bytes of all non-constant tensors the session holds after a run (the reference runtime
-  // keeps every intermediate; the memory planner replaces this with an arena).
+  // The kernel chosen for each node of the optimised graph at the last preparation
+  // ("reference" where no CPU kernel applies, "view" for no-copy reshapes, "shape-time" for
+  // nodes evaluated at preparation).
+  std::vector<std::string> kernel_names() const;
+  MemoryStats memory_stats() const;
+  // Bytes of intermediate tensors the session holds (the arena when planned).
   int64_t activation_bytes() const;
 
  private:
+  struct Plan;
+  void run_unplanned(std::vector<Tensor>& slots);
+
   std::shared_ptr<const Model> model_;
+  std::shared_ptr<Model> optimized_;
   SessionOptions options_;
   const OpRegistry& registry_;
+  std::unique_ptr<ThreadPool> pool_;
   std::vector<IoInfo> inputs_, outputs_;
-  std::vector<Tensor> slots_;  // one per graph value; constants bound once
+  std::unique_ptr<Plan> plan_;
   std::vector<NodeProfile> profile_;
 };
 

@@ -5,6 +5,7 @@
 
 #include "engine/runtime/graph_cost.h"
 #include "engine/runtime/model_io.h"
+#include "engine/runtime/session.h"
 #include "harness/util/json.h"
 #include "harness/cli/commands.h"
 
@@ -59,9 +60,12 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   static std::string model_path;
   static bool as_json = false;
   static std::vector<std::string> shape_args;
+  static int opt_level = 2;
   cmd->add_option("model", model_path, "Model (.onnx or .xnn)")->required()->check(CLI::ExistingFile);
   cmd->add_flag("--json", as_json, "Print one JSON object");
   cmd->add_option("--shape", shape_args, "Concrete input shape NAME=D0,D1,... for symbolic dims (default 1)");
+  cmd->add_option("--opt-level", opt_level, "Optimisation level of the memory plan reported (0, 1, 2)")
+      ->check(CLI::Range(0, 2));
   cmd->callback([&exit_code] {
     const ModelFileKind kind = detect_model_kind(model_path);
     std::shared_ptr<Model> model = load_model(model_path);
@@ -75,6 +79,27 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     }
     const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(model_path));
     const char* format = kind == ModelFileKind::kXnn ? "xnn" : "onnx";
+    // The session's static memory plan for these shapes (symbolic dims = 1 unless --shape).
+    MemoryStats mem;
+    size_t optimized_nodes = 0;
+    std::string plan_error;
+    try {
+      SessionOptions so;
+      so.opt_level = opt_level;
+      Session session(model, so);
+      std::map<std::string, Shape> shapes = parse_shapes(shape_args);
+      for (const IoInfo& in : session.inputs()) {
+        if (shapes.count(in.name)) continue;
+        Shape sh;
+        for (const Dim& d : in.shape) sh.push_back(d.known() ? d.value : 1);
+        shapes[in.name] = sh;
+      }
+      session.prepare(shapes);
+      mem = session.memory_stats();
+      optimized_nodes = session.optimized_graph().nodes.size();
+    } catch (const Error& e) {
+      plan_error = e.what();
+    }
     if (as_json) {
       json::Writer w;
       w.begin_object();
@@ -88,6 +113,12 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       w.field("nodes", g.nodes.size()).field("parameters", g.parameter_count()).field("weight_bytes", weight_bytes);
       w.field("macs", cost.total.macs).field("bytes_read", cost.total.bytes_read);
       w.field("bytes_written", cost.total.bytes_written).field("static_shapes", cost.static_shapes);
+      w.key("memory_plan").begin_object();
+      w.field("planned", mem.planned).field("arena_bytes", mem.arena_bytes);
+      w.field("lower_bound_bytes", mem.lower_bound_bytes).field("output_bytes", mem.output_bytes);
+      w.field("opt_level", opt_level).field("optimized_nodes", optimized_nodes);
+      if (!plan_error.empty()) w.field("error", plan_error);
+      w.end_object();
       w.key("ops").begin_object();
       for (const auto& [op, count] : histogram) w.field(op, count);
       w.end_object();
@@ -112,6 +143,17 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       std::printf("MACs:        %.0f (%.3f G)%s\n", cost.total.macs, cost.total.macs / 1e9,
                   cost.static_shapes ? "" : " [shapes from a run on zero inputs]");
       std::printf("bytes:       %.0f read, %.0f written\n", cost.total.bytes_read, cost.total.bytes_written);
+      if (mem.planned) {
+        std::printf("memory plan: arena %lld bytes (%.2f MiB), liveness lower bound %lld bytes (%.3fx); "
+                    "%zu nodes after opt-level %d\n",
+                    static_cast<long long>(mem.arena_bytes), mem.arena_bytes / 1048576.0,
+                    static_cast<long long>(mem.lower_bound_bytes),
+                    mem.lower_bound_bytes ? static_cast<double>(mem.arena_bytes) / mem.lower_bound_bytes : 1.0,
+                    optimized_nodes, opt_level);
+      } else {
+        std::printf("memory plan: none (%s)\n", plan_error.empty() ? "data-dependent shapes or control flow"
+                                                                   : plan_error.c_str());
+      }
       std::printf("ops:\n");
       for (const auto& [op, count] : histogram) std::printf("  %-24s %d\n", op.c_str(), count);
     }

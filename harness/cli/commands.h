@@ -8,6 +8,7 @@ namespace xnn::cli {
 
 void add_convert_command(CLI::App& app, int& exit_code);
 void add_infer_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_conformance_command(CLI::App& app, int& exit_code);
 void add_eval_command(CLI::App& app, int& exit_code);

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   xnn::cli::add_convert_command(app, exit_code);
   xnn::cli::add_infer_command(app, exit_code);
+  xnn::cli::add_bench_command(app, exit_code);
   xnn::cli::add_inspect_command(app, exit_code);
   xnn::cli::add_conformance_command(app, exit_code);
   xnn::cli::add_eval_command(app, exit_code);

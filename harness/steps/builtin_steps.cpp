@@ -3,7 +3,7 @@
 
 #include "engine/core/error.h"
 #include "engine/format/xnn_format.h"
-#include "engine/runtime/fold_constants.h"
+#include "engine/passes/optimize.h"
 #include "engine/runtime/model_io.h"
 #include "harness/steps/step.h"
 
@@ -21,15 +21,16 @@ class ConvertStep : public Step {
   }
 };
 
-// Graph optimisation. Level 0 keeps the graph as imported; level >= 1 folds constants.
-// (The fast-CPU work adds BatchNorm folding, fusion and layout passes under levels 1 and 2.)
+// Graph optimisation with the engine's pass pipeline (engine/passes/optimize.h): level 0 keeps
+// the graph as imported, 1 folds constants/BatchNorm and removes Identity/Dropout/dead code,
+// 2 also fuses activations and residual adds into conv/gemm epilogues.
 class OptimizeStep : public Step {
  public:
   explicit OptimizeStep(int level) : level_(level) {}
   std::string describe() const override { return "optimize(level=" + std::to_string(level_) + ")"; }
   std::string apply(const std::string& input, const StepContext& ctx) const override {
     auto model = load_model(input);
-    if (level_ >= 1) fold_constants(model->graph);
+    optimize_graph(model->graph, level_);
     const std::string out = (std::filesystem::path(ctx.work_dir) / ("optimized_o" + std::to_string(level_) + ".xnn")).string();
     save_xnn(*model, out, XnnSaveOptions{{{"step", describe()}}});
     return out;

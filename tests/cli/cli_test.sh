@@ -46,6 +46,24 @@ import numpy as np; a=np.load('$work/out/output.npy'); b=np.load('$FIX/squeezene
 assert np.abs(a-b).max() <= 1e-4*np.abs(b).max(), np.abs(a-b).max()"
 run_expect "infer .onnx with NAME=" 0 "output" "$XNN" infer "$model" --input "input=$FIX/squeezenet1_1.input.npy" --output-dir "$work/out2"
 
+# bench: the JSON contract (fields the peer script and the latency predictor read)
+"$XNN" bench "$work/squeeze.xnn" --threads 2 --warmup 1 --runs 3 --profile --json >"$work/bench.json" 2>&1
+check "bench --json --profile has the fields" $PY -c "
+import json; d=json.load(open('$work/bench.json'))
+for k in ['min','median','mean','p90','p99','stddev']: assert d['latency_ms'][k] > 0, k
+assert d['runs']==3 and d['threads']==2 and len(d['samples_ms'])==3, d
+assert d['init_ms']>0 and d['first_run_ms']>0 and d['peak_rss_bytes']>0, d
+assert d['memory_planned'] and 0 < d['arena_bytes'] <= 1.1*d['arena_lower_bound_bytes'], d
+ops=d['ops']; assert len(ops)>20 and all(k in ops[0] for k in ['name','type','kernel','input_shapes','output_shapes','macs','bytes','time_ms'])
+assert any(o['kernel'].endswith('avx2') or 'scalar' in o['kernel'] or 'avx2' in o['kernel'] for o in ops), ops
+assert abs(sum(o['macs'] for o in ops) - d['total_macs']) < 1, d"
+run_expect "bench text --profile" 0 "cum %" "$XNN" bench "$model" --runs 2 --warmup 1 --profile
+run_expect "bench --reference --opt-level 0" 0 "kernels reference" "$XNN" bench "$model" --runs 1 --warmup 1 --reference --opt-level 0
+run_expect "bench --tune" 0 "tuned" "$XNN" bench "$model" --runs 1 --warmup 1 --tune
+run_expect "bench: bad --shape" 1 "--shape input=1,x" "$XNN" bench "$model" --shape input=1,x
+run_expect "bench: wrong --shape rank" 1 "input" "$XNN" bench "$model" --shape input=1,3,224
+run_expect "inspect reports the memory plan" 0 "memory plan: arena .* liveness lower bound" "$XNN" inspect "$model"
+
 cnn=$(cd "$(dirname "$0")/../.." && pwd)/configs/models/fmnist_cnn.onnx
 "$XNN" eval "$cnn" --dataset fashion-mnist --limit 300 --scale 0.00392156862745098 --mean 0.2860 --std 0.3530 --json \
   >"$work/eval.json" 2>&1

@@ -64,6 +64,41 @@ TEST_P(TorchvisionModel, MatchesPyTorchThroughOnnxAndXnn) {
   std::printf("%s: relative error %.3g (onnx), %.3g (xnn)\n", name.c_str(), onnx_err, xnn_err);
 }
 
+// The fast path (level-2 passes, CPU kernels, 2 threads, static memory plan) against PyTorch and
+// against the reference runtime, and the planned arena against the liveness lower bound.
+TEST_P(TorchvisionModel, OptimisedKernelsMatchAndArenaIsTight) {
+  const std::string dir = fixture_dir();
+  ASSERT_FALSE(dir.empty()) << "XNN_TORCHVISION_FIXTURES is not set";
+  const std::string name = GetParam();
+  const std::string onnx_path = dir + "/" + name + ".onnx";
+  ASSERT_TRUE(std::filesystem::exists(onnx_path)) << onnx_path << " missing: the fixture export failed";
+  const Tensor input = read_npy(dir + "/" + name + ".input.npy");
+  const Tensor expected = read_npy(dir + "/" + name + ".output.npy");
+  auto model = std::make_shared<Model>(import_onnx_file(onnx_path));
+
+  SessionOptions reference;
+  reference.opt_level = 0;
+  reference.cpu_kernels = false;
+  reference.memory_planning = false;
+  Session ref(model, reference);
+  const std::string in_name = ref.inputs().at(0).name;
+  const Tensor want = ref.run({{in_name, input}})[0];
+
+  SessionOptions fast;
+  fast.threads = 2;
+  Session s(model, fast);
+  const Tensor got = s.run({{in_name, input}})[0];
+  const double err_ref = relative_error(got, want), err_torch = relative_error(got, expected);
+  EXPECT_LE(err_ref, 1e-4) << name << ": optimised vs reference kernels";
+  EXPECT_LE(err_torch, 1e-4) << name << ": optimised vs PyTorch";
+  const MemoryStats m = s.memory_stats();
+  ASSERT_TRUE(m.planned) << name;
+  const double ratio = static_cast<double>(m.arena_bytes) / static_cast<double>(m.lower_bound_bytes);
+  EXPECT_LE(ratio, 1.1) << name << ": arena " << m.arena_bytes << " vs liveness bound " << m.lower_bound_bytes;
+  std::printf("%s: optimised error %.3g (vs reference), %.3g (vs PyTorch); arena %.2f MiB, bound %.2f MiB (%.3fx)\n",
+              name.c_str(), err_ref, err_torch, m.arena_bytes / 1048576.0, m.lower_bound_bytes / 1048576.0, ratio);
+}
+
 INSTANTIATE_TEST_SUITE_P(Torchvision, TorchvisionModel,
                          ::testing::Values("mobilenet_v2", "mobilenet_v3_small", "resnet18", "shufflenet_v2_x1_0",
                                            "squeezenet1_1", "efficientnet_b0", "regnet_x_400mf", "googlenet"),

@@ -1,0 +1,300 @@
+// Conv and ai.xnn FusedConv (2-D, fp32, NCHW, constant weights) on the CPU.
+//
+// Algorithm rule (per node, at preparation; --tune replaces it by timing the candidates):
+//   1. depthwise (group == C_in == C_out), square 3x3/5x5 kernel, stride 1 or 2, dilation 1
+//        -> f32_dwconv (direct, vectorised along the output row);
+//   2. group 1, 1x1 kernel, stride 1, no padding -> GEMM on the input as is
+//        (A = weights [C_out x C_in], B = input [C_in x H*W]);
+//   3. group 1, 3x3, stride 1, dilation 1, and choose_winograd_tile() says Winograd pays for
+//        these channel counts and output size -> Winograd F(4,3) or F(6,3);
+//   4. anything else -> im2col + GEMM per group.
+// Bias, the residual input Z of FusedConv and its activation are applied in the epilogue of
+// every algorithm, so a fused node writes its output once.
+#include <chrono>
+#include <optional>
+
+#include "engine/backends/cpu/cpu_kernel.h"
+#include "engine/backends/cpu/fused_activation.h"
+#include "engine/kernels/depthwise.h"
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/scratch.h"
+#include "engine/kernels/winograd.h"
+#include "engine/ops/nn_common.h"
+#include "engine/ops/op_helpers.h"
+
+namespace xnn {
+namespace {
+
+using kernels::Isa;
+
+enum class ConvAlgo { kDepthwise, kGemm1x1, kWinograd43, kWinograd63, kIm2col };
+
+const char* algo_tag(ConvAlgo a) {
+  switch (a) {
+    case ConvAlgo::kDepthwise: return "dw";
+    case ConvAlgo::kGemm1x1: return "1x1";
+    case ConvAlgo::kWinograd43: return "wino43";
+    case ConvAlgo::kWinograd63: return "wino63";
+    case ConvAlgo::kIm2col: return "im2col";
+  }
+  return "?";
+}
+
+struct ConvShape {
+  int64_t n = 0, cin = 0, h = 0, w = 0, cout = 0, oh = 0, ow = 0, kh = 0, kw = 0, group = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+  int64_t cin_g() const { return cin / group; }
+  int64_t cout_g() const { return cout / group; }
+};
+
+class ConvKernel final : public CpuKernel {
+ public:
+  ConvKernel(const ConvShape& s, ConvAlgo algo, const Tensor& weights, const float* bias, bool has_residual,
+             kernels::Activation act, Isa isa)
+      : s_(s), algo_(algo), weights_(weights), bias_(bias), has_residual_(has_residual), act_(act), isa_(isa) {
+    const float* w = weights.data<float>();
+    switch (algo_) {
+      case ConvAlgo::kWinograd43:
+      case ConvAlgo::kWinograd63:
+        winograd_.emplace(s.cout, s.cin, w,
+                          algo_ == ConvAlgo::kWinograd43 ? kernels::WinogradTile::kF43 : kernels::WinogradTile::kF63, isa);
+        break;
+      case ConvAlgo::kGemm1x1:
+      case ConvAlgo::kIm2col: {
+        const int64_t k = s.cin_g() * s.kh * s.kw;
+        for (int64_t g = 0; g < s.group; ++g) {
+          packed_.emplace_back(s.cout_g(), k, kernels::MatrixRef{w + g * s.cout_g() * k, k, 1}, isa);
+        }
+        break;
+      }
+      case ConvAlgo::kDepthwise: break;
+    }
+  }
+
+  std::string name() const override {
+    switch (algo_) {
+      case ConvAlgo::kDepthwise: return kernels::dwconv_kernel_name(s_.kh, s_.sh, isa_);
+      case ConvAlgo::kWinograd43:
+      case ConvAlgo::kWinograd63: return winograd_->name();
+      case ConvAlgo::kGemm1x1: return "f32_conv1x1_gemm+" + kernels::gemm_kernel_name(isa_);
+      case ConvAlgo::kIm2col: return "f32_conv_im2col+" + kernels::gemm_kernel_name(isa_);
+    }
+    return "?";
+  }
+
+  void run(KernelContext& ctx) override {
+    const float* x = ctx.input(0).data<float>();
+    const float* z = has_residual_ ? ctx.input(3).data<float>() : nullptr;
+    float* y = ctx.output(0).data<float>();
+    run_raw(x, z, y, ctx.pool());
+  }
+
+  void run_raw(const float* x, const float* z, float* y, ThreadPool* pool) const {
+    const int64_t in_image = s_.cin * s_.h * s_.w, out_plane = s_.oh * s_.ow, out_image = s_.cout * out_plane;
+    for (int64_t b = 0; b < s_.n; ++b) {
+      const float* xb = x + b * in_image;
+      float* yb = y + b * out_image;
+      const float* zb = z ? z + b * out_image : nullptr;
+      switch (algo_) {
+        case ConvAlgo::kDepthwise: {
+          kernels::DepthwiseParams p{s_.cin, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl};
+          kernels::f32_dwconv(p, xb, weights_.data<float>(), bias_, zb, act_, yb, pool, isa_);
+          break;
+        }
+        case ConvAlgo::kWinograd43:
+        case ConvAlgo::kWinograd63:
+          winograd_->run(xb, s_.h, s_.w, s_.pt, s_.pl, yb, s_.oh, s_.ow, kernels::ConvEpilogue{bias_, zb, act_}, pool);
+          break;
+        case ConvAlgo::kGemm1x1:
+          for (int64_t g = 0; g < s_.group; ++g) {
+            gemm(g, kernels::MatrixRef{xb + g * s_.cin_g() * s_.h * s_.w, s_.h * s_.w, 1}, yb, zb, pool);
+          }
+          break;
+        case ConvAlgo::kIm2col:
+          for (int64_t g = 0; g < s_.group; ++g) im2col_gemm(g, xb + g * s_.cin_g() * s_.h * s_.w, yb, zb, pool);
+          break;
+      }
+    }
+  }
+
+ private:
+  void gemm(int64_t g, kernels::MatrixRef b, float* yb, const float* zb, ThreadPool* pool) const {
+    const int64_t out_plane = s_.oh * s_.ow, row0 = g * s_.cout_g();
+    kernels::GemmEpilogue ep;
+    ep.bias = bias_ ? bias_ + row0 : nullptr;
+    ep.residual = zb ? zb + row0 * out_plane : nullptr;
+    ep.ldr = out_plane;
+    ep.act = act_;
+    kernels::f32_gemm(packed_[static_cast<size_t>(g)], out_plane, b, yb + row0 * out_plane, out_plane, ep, pool);
+  }
+
+  // im2col + GEMM over blocks of output columns: each block's columns [K x nb] are built in
+  // this thread's scratch (slot 2), small enough to stay in L2 while the GEMM packs them. With
+  // enough blocks, threads take whole blocks (im2col runs in parallel too); otherwise blocks
+  // run in turn and the GEMM itself is parallel.
+  void im2col_gemm(int64_t g, const float* xg, float* yb, const float* zb, ThreadPool* pool) const {
+    const int64_t k = s_.cin_g() * s_.kh * s_.kw, n = s_.oh * s_.ow;
+    int64_t nb = std::clamp<int64_t>((int64_t{96} << 10) / std::max<int64_t>(k, 1), 64, 1024) / 16 * 16;
+    nb = std::min(nb, n);
+    const int64_t blocks = (n + nb - 1) / nb;
+    const int threads = pool ? pool->threads() : 1;
+    const bool by_block = blocks >= 2 * threads;
+    auto block = [&](int64_t bi, ThreadPool* gemm_pool) {
+      const int64_t c0 = bi * nb, cols = std::min(nb, n - c0);
+      float* col = kernels::thread_scratch_f32(static_cast<size_t>(k * cols), 2);
+      im2col_block(xg, c0, cols, col);
+      const int64_t row0 = g * s_.cout_g();
+      kernels::GemmEpilogue ep;
+      ep.bias = bias_ ? bias_ + row0 : nullptr;
+      ep.residual = zb ? zb + row0 * n + c0 : nullptr;
+      ep.ldr = n;
+      ep.act = act_;
+      kernels::f32_gemm(packed_[static_cast<size_t>(g)], cols, kernels::MatrixRef{col, cols, 1}, yb + row0 * n + c0, n,
+                        ep, gemm_pool);
+    };
+    if (by_block) {
+      parallel_for(pool, blocks, [&](int64_t bi) { block(bi, nullptr); });
+    } else {
+      for (int64_t bi = 0; bi < blocks; ++bi) block(bi, pool);
+    }
+  }
+
+  // Rows r of the column matrix for output positions [c0, c0 + cols): input pixel of kernel
+  // tap (c, ki, kj) for each output position, 0 in the padding.
+  void im2col_block(const float* xg, int64_t c0, int64_t cols, float* col) const {
+    const int64_t k = s_.cin_g() * s_.kh * s_.kw;
+    for (int64_t r = 0; r < k; ++r) {
+      const int64_t c = r / (s_.kh * s_.kw), ki = (r / s_.kw) % s_.kh, kj = r % s_.kw;
+      const float* plane = xg + c * s_.h * s_.w;
+      float* dst = col + r * cols;
+      int64_t p = c0;
+      const int64_t end = c0 + cols;
+      while (p < end) {
+        const int64_t oy = p / s_.ow, ox0 = p % s_.ow;
+        const int64_t run = std::min(s_.ow - ox0, end - p);  // positions left in this output row
+        const int64_t iy = oy * s_.sh + ki * s_.dh - s_.pt;
+        float* d = dst + (p - c0);
+        if (iy < 0 || iy >= s_.h) {
+          std::fill(d, d + run, 0.0f);
+        } else {
+          const float* srow = plane + iy * s_.w;
+          const int64_t base = kj * s_.dw - s_.pl;  // ix = ox * sw + base
+          // Output columns whose input column is inside [0, w).
+          const IndexRange valid = valid_range(base + ox0 * s_.sw, s_.sw, s_.w, run);
+          std::fill(d, d + valid.begin, 0.0f);
+          const float* src = srow + base + (ox0 + valid.begin) * s_.sw;
+          if (s_.sw == 1) {
+            std::copy(src, src + valid.size(), d + valid.begin);
+          } else {
+            for (int64_t i = 0; i < valid.size(); ++i) d[valid.begin + i] = src[i * s_.sw];
+          }
+          std::fill(d + std::max(valid.end, valid.begin), d + run, 0.0f);
+        }
+        p += run;
+      }
+    }
+  }
+
+  ConvShape s_;
+  ConvAlgo algo_;
+  Tensor weights_;
+  const float* bias_;
+  bool has_residual_;
+  kernels::Activation act_;
+  Isa isa_;
+  std::vector<kernels::PackedA> packed_;
+  std::optional<kernels::WinogradConv3x3> winograd_;
+};
+
+std::vector<ConvAlgo> candidates(const ConvShape& s, Isa isa) {
+  std::vector<ConvAlgo> c;
+  const bool depthwise = s.group == s.cin && s.group == s.cout && s.group > 1;
+  if (depthwise && s.kh == s.kw && s.sh == s.sw && s.dh == 1 && s.dw == 1 &&
+      kernels::f32_dwconv_supported(s.kh, s.sh, 1)) {
+    c.push_back(ConvAlgo::kDepthwise);
+  }
+  if (s.group == 1 && s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 && s.pb == 0 &&
+      s.pr == 0) {
+    c.push_back(ConvAlgo::kGemm1x1);
+  }
+  if (s.group == 1 && s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1) {
+    const auto tile = kernels::choose_winograd_tile(s.cin, s.cout, s.oh, s.ow, isa);
+    if (tile) c.push_back(*tile == kernels::WinogradTile::kF63 ? ConvAlgo::kWinograd63 : ConvAlgo::kWinograd43);
+  }
+  c.push_back(ConvAlgo::kIm2col);
+  return c;
+}
+
+// Every applicable algorithm, for --tune (the rule's pick first).
+std::vector<ConvAlgo> tune_candidates(const ConvShape& s, Isa isa) {
+  std::vector<ConvAlgo> c = candidates(s, isa);
+  if (s.group == 1 && s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1) {
+    for (ConvAlgo a : {ConvAlgo::kWinograd43, ConvAlgo::kWinograd63}) {
+      if (std::find(c.begin(), c.end(), a) == c.end()) c.push_back(a);
+    }
+  }
+  return c;
+}
+
+std::unique_ptr<CpuKernel> make_conv_kernel(const CpuKernelPrepareContext& ctx) {
+  const Node& n = ctx.node;
+  if (ctx.inputs.size() < 2 || ctx.outputs.empty()) return nullptr;
+  const TensorInfo& x = ctx.inputs[0];
+  const TensorInfo& w = ctx.inputs[1];
+  if (x.dtype != DType::kF32 || w.dtype != DType::kF32 || x.shape.size() != 4 || !w.value) return nullptr;
+  if (w.shape.size() != 4 || ctx.outputs[0].shape.size() != 4) return nullptr;
+  const float* bias = nullptr;
+  if (ctx.inputs.size() > 2 && ctx.inputs[2].dtype != DType::kUnknown) {
+    if (!ctx.inputs[2].value || ctx.inputs[2].dtype != DType::kF32) return nullptr;
+    bias = ctx.inputs[2].value->data<float>();
+  }
+  const bool has_residual = ctx.inputs.size() > 3 && ctx.inputs[3].dtype != DType::kUnknown;
+  if (has_residual && (ctx.inputs[3].dtype != DType::kF32 || ctx.inputs[3].shape != ctx.outputs[0].shape)) {
+    return nullptr;
+  }
+  ConvShape s;
+  s.n = x.shape[0], s.cin = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
+  s.cout = w.shape[0], s.kh = w.shape[2], s.kw = w.shape[3];
+  s.group = n.attr_int("group", 1);
+  if (s.group < 1 || s.cin % s.group || s.cout % s.group || w.shape[1] != s.cin / s.group) return nullptr;
+  const WindowGeometry geo = window_geometry(n, {s.h, s.w}, {s.kh, s.kw}, false);
+  s.sh = geo.strides[0], s.sw = geo.strides[1], s.dh = geo.dilations[0], s.dw = geo.dilations[1];
+  s.pt = geo.pads_begin[0], s.pl = geo.pads_begin[1], s.pb = geo.pads_end[0], s.pr = geo.pads_end[1];
+  s.oh = geo.out[0], s.ow = geo.out[1];
+  if (s.oh != ctx.outputs[0].shape[2] || s.ow != ctx.outputs[0].shape[3] || s.oh <= 0 || s.ow <= 0) return nullptr;
+  const kernels::Activation act = fused_activation(n);
+  const Tensor& weights = *w.value;
+
+  if (!ctx.tune) {
+    return std::make_unique<ConvKernel>(s, candidates(s, ctx.isa).front(), weights, bias, has_residual, act, ctx.isa);
+  }
+  // --tune: time each candidate on this shape (random input; 1 warm-up + best of 3).
+  std::vector<ConvAlgo> algos = tune_candidates(s, ctx.isa);
+  Tensor in(DType::kF32, x.shape), out(DType::kF32, ctx.outputs[0].shape);
+  Tensor res = has_residual ? Tensor(DType::kF32, ctx.outputs[0].shape) : Tensor();
+  float* xi = in.data<float>();
+  for (int64_t i = 0; i < in.numel(); ++i) xi[i] = static_cast<float>((i * 7919) % 17) / 17.0f - 0.5f;
+  std::unique_ptr<ConvKernel> best;
+  double best_ms = 1e300;
+  for (ConvAlgo a : algos) {
+    auto k = std::make_unique<ConvKernel>(s, a, weights, bias, has_residual, act, ctx.isa);
+    double t_best = 1e300;
+    for (int rep = 0; rep < 4; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      k->run_raw(xi, has_residual ? res.data<float>() : nullptr, out.data<float>(), ctx.pool);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (rep > 0) t_best = std::min(t_best, ms);
+    }
+    if (t_best < best_ms) best_ms = t_best, best = std::move(k);
+  }
+  return best;
+}
+
+}  // namespace
+
+void register_cpu_conv_kernels(CpuKernelRegistry& r) {
+  r.add("Conv", "", make_conv_kernel);
+  r.add("FusedConv", "ai.xnn", make_conv_kernel);
+}
+
+}  // namespace xnn

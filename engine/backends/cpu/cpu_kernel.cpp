@@ -1,0 +1,33 @@
+#include "engine/backends/cpu/cpu_kernel.h"
+
+#include "engine/core/error.h"
+
+namespace xnn {
+
+const CpuKernelRegistry& CpuKernelRegistry::builtin() {
+  static const CpuKernelRegistry registry = [] {
+    CpuKernelRegistry r;
+    register_cpu_conv_kernels(r);
+    register_cpu_gemm_kernels(r);
+    register_cpu_pool_kernels(r);
+    register_cpu_elementwise_kernels(r);
+    register_cpu_data_movement_kernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+void CpuKernelRegistry::add(const std::string& op_type, const std::string& domain, CpuKernelFactory factory) {
+  factories_[domain + ":" + op_type].push_back(std::move(factory));
+}
+
+std::unique_ptr<CpuKernel> CpuKernelRegistry::create(const CpuKernelPrepareContext& ctx) const {
+  auto it = factories_.find(ctx.node.domain + ":" + ctx.node.op_type);
+  if (it == factories_.end()) return nullptr;
+  for (const CpuKernelFactory& f : it->second) {
+    if (auto k = f(ctx)) return k;
+  }
+  return nullptr;
+}
+
+}  // namespace xnn

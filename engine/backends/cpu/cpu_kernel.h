@@ -1,0 +1,64 @@
+// CPU backend: optimised kernels that sit beside the ops' reference kernels (ops are declared
+// once in engine/ops; a backend never redeclares one). Layering follows XNNPACK and MNN:
+//   engine/ops            schema, shape inference, cost, reference kernel (the oracle)
+//   engine/backends/cpu   op-level kernels: choose an algorithm for the node's shapes, pack
+//                         weights once at preparation (MNN's onResize), run (onExecute)
+//   engine/kernels        micro-kernels, named <dtype>_<op>_<tile>__<isa>, pure functions
+// A factory looks at one node with its input shapes (and constant values) and returns a
+// prepared kernel, or null when it has nothing better than the reference kernel for that case.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/op_registry.h"
+#include "engine/core/thread_pool.h"
+#include "engine/kernels/cpu_features.h"
+
+namespace xnn {
+
+// Shape-time information for choosing and preparing a kernel.
+struct CpuKernelPrepareContext {
+  const Node& node;
+  std::span<const TensorInfo> inputs;   // dtype, shape; `value` set for constants
+  std::span<const TensorInfo> outputs;  // inferred dtype and shape
+  kernels::Isa isa = kernels::Isa::kScalar;
+  ThreadPool* pool = nullptr;           // the pool the kernel will run on (for --tune timing)
+  bool tune = false;                    // choose among applicable algorithms by timing them
+};
+
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+  // Mechanical name of the kernel doing the work, e.g. "f32_conv3x3s1_winograd_f63__avx2".
+  virtual std::string name() const = 0;
+  // Runs on outputs allocated with the shapes seen at preparation; inputs have those shapes.
+  // Must not allocate in steady state (per-thread scratch that grows once is fine).
+  virtual void run(KernelContext& ctx) = 0;
+};
+
+using CpuKernelFactory = std::function<std::unique_ptr<CpuKernel>(const CpuKernelPrepareContext&)>;
+
+class CpuKernelRegistry {
+ public:
+  static const CpuKernelRegistry& builtin();
+  // Factories for one op are tried in the order they were added; the first non-null wins.
+  void add(const std::string& op_type, const std::string& domain, CpuKernelFactory factory);
+  // Null when no factory applies (the session then runs the reference kernel).
+  std::unique_ptr<CpuKernel> create(const CpuKernelPrepareContext& ctx) const;
+
+ private:
+  std::map<std::string, std::vector<CpuKernelFactory>> factories_;  // key: domain + ":" + type
+};
+
+// Each backend file registers its factories; builtin() calls them all.
+void register_cpu_conv_kernels(CpuKernelRegistry& r);
+void register_cpu_gemm_kernels(CpuKernelRegistry& r);
+void register_cpu_pool_kernels(CpuKernelRegistry& r);
+void register_cpu_elementwise_kernels(CpuKernelRegistry& r);
+void register_cpu_data_movement_kernels(CpuKernelRegistry& r);
+
+}  // namespace xnn

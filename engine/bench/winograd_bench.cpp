@@ -1,0 +1,163 @@
+// Micro-benchmarks of the Winograd 3×3 convolution on ResNet-18's 3×3 layers (cin = cout, pad 1,
+// stride 1), single thread. "eff_GFLOP/s" is the direct convolution's work, 2·cout·cin·9·oh·ow,
+// over the time taken: the rate a direct convolution would need to match, comparable to the
+// core's FP32 peak (AVX2: 2 FMA ports × 8 lanes × 2 flops per cycle).
+//
+// WinogradBaseline_Im2colGemm is what the selection rule compares against: im2col (the 9·cin ×
+// oh·ow column matrix, built per call) and the project's packed f32_gemm with the same epilogue.
+//
+//   build-wino/engine/xnn_kernel_bench --benchmark_filter=Winograd --benchmark_min_time=0.2
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/winograd.h"
+
+namespace xnn::kernels {
+namespace {
+
+struct Layer {
+  int64_t ch, size;
+  std::vector<float> input, weights, bias, output;
+  explicit Layer(const benchmark::State& state) : ch(state.range(0)), size(state.range(1)) {
+    std::mt19937 rng(42);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    input.resize(static_cast<size_t>(ch * size * size));
+    for (float& x : input) x = dist(rng);
+    weights.resize(static_cast<size_t>(ch * ch * 9));
+    for (float& x : weights) x = dist(rng) * 0.05f;
+    bias.assign(static_cast<size_t>(ch), 0.1f);
+    output.resize(static_cast<size_t>(ch * size * size));
+  }
+  double flops() const { return 2.0 * static_cast<double>(ch * ch * 9 * size * size); }
+};
+
+// Cold caches: in a whole network every layer's weights come from DRAM (ResNet-18's exceed the
+// L3 share of one core), which a loop over one layer hides. Evicts them before each iteration.
+void evict_caches() {
+  static std::vector<float> junk(size_t{64} << 20 >> 2);  // 64 MiB
+  float sum = 0;
+  for (size_t i = 0; i < junk.size(); i += 16) sum += junk[i];
+  benchmark::DoNotOptimize(sum);
+}
+
+void set_rate(benchmark::State& state, const Layer& layer) {
+  state.counters["eff_GFLOP/s"] =
+      benchmark::Counter(layer.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Winograd(benchmark::State& state, WinogradTile tile, Isa isa, bool cold = false) {
+  if (!isa_supported(isa)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  Layer layer(state);
+  const WinogradConv3x3 conv(layer.ch, layer.ch, layer.weights.data(), tile, isa);
+  const ConvEpilogue ep{layer.bias.data(), nullptr, Activation::relu()};
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      evict_caches();
+      state.ResumeTiming();
+    }
+    conv.run(layer.input.data(), layer.size, layer.size, 1, 1, layer.output.data(), layer.size, layer.size, ep,
+             nullptr);
+    benchmark::ClobberMemory();
+  }
+  set_rate(state, layer);
+  state.SetLabel(conv.name());
+}
+
+void BM_WinogradBaseline_Im2colGemm(benchmark::State& state, Isa isa, bool cold = false) {
+  if (!isa_supported(isa)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  Layer layer(state);
+  const int64_t ch = layer.ch, s = layer.size, k = ch * 9, n = s * s;
+  const PackedA a(ch, k, MatrixRef{layer.weights.data(), k, 1}, isa);
+  std::vector<float> cols(static_cast<size_t>(k * n));
+  GemmEpilogue ep;
+  ep.bias = layer.bias.data();
+  ep.act = Activation::relu();
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      evict_caches();
+      state.ResumeTiming();
+    }
+    for (int64_t c = 0; c < ch; ++c) {
+      for (int64_t ky = 0; ky < 3; ++ky) {
+        for (int64_t kx = 0; kx < 3; ++kx) {
+          // Row (c, ky, kx) of the column matrix is the input plane shifted by (ky - 1, kx - 1).
+          float* dst = cols.data() + ((c * 3 + ky) * 3 + kx) * n;
+          for (int64_t y = 0; y < s; ++y) {
+            float* d = dst + y * s;
+            const int64_t iy = y + ky - 1;
+            if (iy < 0 || iy >= s) {
+              std::memset(d, 0, static_cast<size_t>(s) * sizeof(float));
+              continue;
+            }
+            const float* src = layer.input.data() + (c * s + iy) * s;
+            if (kx == 0) {
+              d[0] = 0.0f;
+              std::memcpy(d + 1, src, static_cast<size_t>(s - 1) * sizeof(float));
+            } else if (kx == 1) {
+              std::memcpy(d, src, static_cast<size_t>(s) * sizeof(float));
+            } else {
+              std::memcpy(d, src + 1, static_cast<size_t>(s - 1) * sizeof(float));
+              d[s - 1] = 0.0f;
+            }
+          }
+        }
+      }
+    }
+    f32_gemm(a, n, MatrixRef{cols.data(), n, 1}, layer.output.data(), n, ep, nullptr);
+    benchmark::ClobberMemory();
+  }
+  set_rate(state, layer);
+  state.SetLabel(gemm_kernel_name(isa));
+}
+
+void resnet_layers(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"ch", "hw"});
+  for (int64_t ch : {64, 128, 256, 512}) b->Args({ch, 56 * 64 / ch});
+}
+
+// The other shapes behind the selection rule: few channels, where the transforms' share grows
+// (the lower end), and sizes that split evenly into 6×6 tiles, where F(6,3) does 21% fewer
+// multiplications than F(4,3) (at 56 and 28 only 9%).
+void rule_layers(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"ch", "hw"});
+  for (int64_t ch : {4, 8, 16, 32}) {
+    for (int64_t hw : {56, 14}) b->Args({ch, hw});
+  }
+  for (int64_t ch : {32, 64, 128}) b->Args({ch, 48});
+  b->Args({64, 24});
+}
+
+BENCHMARK_CAPTURE(BM_Winograd, f43_avx2, WinogradTile::kF43, Isa::kAvx2)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_Winograd, f63_avx2, WinogradTile::kF63, Isa::kAvx2)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_Winograd, f43_scalar, WinogradTile::kF43, Isa::kScalar)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_Winograd, f63_scalar, WinogradTile::kF63, Isa::kScalar)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, avx2, Isa::kAvx2)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, scalar, Isa::kScalar)->Apply(resnet_layers);
+
+BENCHMARK_CAPTURE(BM_Winograd, cold_f43_avx2, WinogradTile::kF43, Isa::kAvx2, true)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_Winograd, cold_f63_avx2, WinogradTile::kF63, Isa::kAvx2, true)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, cold_avx2, Isa::kAvx2, true)->Apply(resnet_layers);
+
+BENCHMARK_CAPTURE(BM_Winograd, rule_cold_f43_avx2, WinogradTile::kF43, Isa::kAvx2, true)->Apply(rule_layers);
+BENCHMARK_CAPTURE(BM_Winograd, rule_cold_f63_avx2, WinogradTile::kF63, Isa::kAvx2, true)->Apply(rule_layers);
+BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, rule_cold_avx2, Isa::kAvx2, true)->Apply(rule_layers);
+BENCHMARK_CAPTURE(BM_Winograd, rule_f43_avx2, WinogradTile::kF43, Isa::kAvx2)->Apply(rule_layers);
+BENCHMARK_CAPTURE(BM_Winograd, rule_f63_avx2, WinogradTile::kF63, Isa::kAvx2)->Apply(rule_layers);
+BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, rule_avx2, Isa::kAvx2)->Apply(rule_layers);
+BENCHMARK_CAPTURE(BM_Winograd, rule_f43_scalar, WinogradTile::kF43, Isa::kScalar)->Apply(rule_layers);
+BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, rule_scalar, Isa::kScalar)->Apply(rule_layers);
+
+}  // namespace
+}  // namespace xnn::kernels

@@ -1,0 +1,64 @@
+#include "engine/kernels/cpu_features.h"
+
+#include <cstdlib>
+#include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace xnn::kernels {
+namespace {
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = c & (1u << 27);
+  const bool avx = c & (1u << 28);
+  f.fma = c & (1u << 12);
+  f.f16c = c & (1u << 29);
+  bool ymm_enabled = false;
+  if (osxsave) {
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    ymm_enabled = (lo & 0x6) == 0x6;  // XMM and YMM state saved by the OS
+  }
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.avx2 = avx && ymm_enabled && (b & (1u << 5));
+    f.avx512f = b & (1u << 16);
+  }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = a & (1u << 4);
+  if (!ymm_enabled) f.fma = false;
+#endif
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2: return cpu_features().avx2 && cpu_features().fma;
+  }
+  return false;
+}
+
+Isa best_isa() {
+  static const Isa isa = [] {
+    const char* env = std::getenv("XNN_ISA");
+    if (env && std::string(env) == "scalar") return Isa::kScalar;
+    return isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
+  }();
+  return isa;
+}
+
+std::string_view isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "scalar"; }
+
+}  // namespace xnn::kernels

@@ -1,0 +1,78 @@
+// fp32 NCHW depthwise convolution (group = channels, one filter per channel), 3×3 and 5×5,
+// stride 1 and 2, dilation 1, any padding; bias, residual and activation fused in the epilogue:
+//   out = act(conv(input, weights) + bias + residual).
+//
+// Design. Work is split over (channel, block of output rows) tasks. A task copies the input rows
+// it needs into a per-thread padded buffer (scratch slot 2), zero rows above/below the image and
+// zero columns left/right of it, so the row kernels never test a border and never read outside
+// the input. For stride 2 the buffer stores each row deinterleaved, even columns then odd ones:
+// tap kw of output column x is then E[x + kw/2] or O[x + kw/2], a plain unaligned load, so the
+// stride-2 kernels cost the same loads as the stride-1 ones. Rows are copied in chunks just
+// before the row-kernel call that reads them (~1K outputs per call), so they are still in L1; a
+// small plane (14×14, 7×7) is one chunk, which keeps per-call overhead off the late layers.
+//
+// The row kernels compute groups of R output rows (R = 4) along the output width, 8 outputs per
+// ymm (5×5: 16 per step): each padded input row is loaded once per group and feeds every output
+// row of the group that uses it, which roughly halves the loads per FMA compared with one row at
+// a time. The last partial vector of a row is computed in full from the padded buffer and stored
+// masked. The scalar kernels share the buffer and the summation order (bias, then taps row by
+// row).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/core/thread_pool.h"
+#include "engine/kernels/activation.h"
+#include "engine/kernels/cpu_features.h"
+
+namespace xnn::kernels {
+
+struct DepthwiseParams {
+  int64_t channels = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel = 3;  // 3 or 5
+  int64_t stride = 1;  // 1 or 2
+  int64_t pad_t = 0, pad_l = 0;
+};
+
+// Kernel 3 or 5, stride 1 or 2, dilation 1.
+bool f32_dwconv_supported(int64_t kernel, int64_t stride, int64_t dilation);
+
+// One image: input [channels][in_h][in_w], weights [channels][kernel][kernel], bias [channels]
+// or null, residual (output's layout) or null and may be `output` itself; output
+// [channels][out_h][out_w]. Rows/columns beyond the input (bottom/right padding) read as zero.
+void f32_dwconv(const DepthwiseParams& p, const float* input, const float* weights, const float* bias,
+                const float* residual, const Activation& act, float* output, ThreadPool* pool, Isa isa);
+
+// "f32_dwconv3x3s1__avx2", "f32_dwconv5x5s2__scalar", ...
+std::string dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa);
+
+// Consecutive output rows of one channel, read from the padded buffer.
+struct DwRows {
+  int64_t kernel = 3, stride = 1;
+  const float* in = nullptr;   // padded row holding the first tap row of the first output row
+  int64_t in_stride = 0;       // floats between padded rows
+  int64_t odd_offset = 0;      // stride 2: where the odd columns start within a padded row
+  const float* weights = nullptr;  // kernel × kernel
+  float bias = 0;
+  const float* residual = nullptr;  // the rows' residual (stride out_w), or null
+  float* out = nullptr;             // the rows (stride out_w)
+  int64_t out_w = 0;
+  int64_t rows = 1;
+};
+// Reads columns [0, round_up(out_w, 8) + kernel - 1) of each padded row (stride 1; stride 2:
+// [0, round_up(out_w, 8) + (kernel - 1) / 2) of each half).
+void f32_dwconv_rows__avx2(const DwRows& r, const Activation& act);
+
+// One row of the padded buffer: padded column q holds input column q - pad_l (zero outside
+// [0, in_w)). Stride 1 stores columns [0, row_floats) in order; stride 2 stores the even
+// columns [0, 2 * odd_offset) at 0 and the odd ones at odd_offset (row_floats = 2 * odd_offset).
+// row_floats and odd_offset are multiples of 8.
+struct DwPadRow {
+  int64_t stride = 1, in_w = 0, pad_l = 0, row_floats = 0, odd_offset = 0;
+};
+// Padded rows for input rows [ih, ih + count) of a plane of in_h rows (rows outside are zero),
+// stored row_floats apart from dst.
+void f32_dwconv_pad_rows__avx2(const DwPadRow& r, const float* plane, int64_t in_h, int64_t ih, int64_t count,
+                               float* dst);
+
+}  // namespace xnn::kernels

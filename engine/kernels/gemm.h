@@ -1,0 +1,68 @@
+// fp32 GEMM for the CPU backend: C = A·B (+ bias per row of C) (+ residual) then activation.
+// Serves 1×1 convolution (A = weights [Cout×Cin], B = input [Cin×H·W]), im2col convolution,
+// Gemm/MatMul and the batched stage of Winograd.
+//
+// Design (Goto/BLIS): A is packed into MR-row panels once (weights, at session preparation),
+// B is packed per call into NR-column panels in cache-sized blocks, and a register-blocked
+// MR×NR micro-kernel (f32_gemm_<MR>x<NR>__<isa>) accumulates over K. Work is split over C
+// tiles on the thread pool. The scalar micro-kernel uses the same packed layout.
+//
+// Matrices are described by (data, row stride, column stride) in elements, so transposed
+// operands (Gemm transA/transB, MatMul of a transposed view) need no copies beyond packing.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/core/thread_pool.h"
+#include "engine/kernels/activation.h"
+#include "engine/kernels/cpu_features.h"
+
+namespace xnn::kernels {
+
+struct MatrixRef {
+  const float* data = nullptr;
+  int64_t row_stride = 0;  // elements between (i, j) and (i+1, j)
+  int64_t col_stride = 1;  // elements between (i, j) and (i, j+1)
+  float at(int64_t i, int64_t j) const { return data[i * row_stride + j * col_stride]; }
+};
+
+struct GemmEpilogue {
+  const float* bias = nullptr;      // length M (one per row of C, i.e. per output channel), or null
+  const float* residual = nullptr;  // M×N, row stride ldr (column stride 1), added before act
+  int64_t ldr = 0;
+  Activation act;
+};
+
+// A packed for the micro-kernel of one ISA. Owns its memory; immutable after packing, so one
+// PackedA may be used by several threads and sessions at once.
+class PackedA {
+ public:
+  PackedA() = default;
+  PackedA(int64_t m, int64_t k, MatrixRef a, Isa isa);
+  int64_t rows() const { return m_; }
+  int64_t depth() const { return k_; }
+  Isa isa() const { return isa_; }
+  const float* data() const { return data_.get(); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  int64_t m_ = 0, k_ = 0;
+  Isa isa_ = Isa::kScalar;
+  size_t bytes_ = 0;
+  std::shared_ptr<float[]> data_;
+};
+
+// C[M×N] (row stride ldc, column stride 1) = epilogue(A·B). B is K×N.
+// Steady state allocates nothing: per-thread packing buffers grow once and are reused.
+void f32_gemm(const PackedA& a, int64_t n, MatrixRef b, float* c, int64_t ldc, const GemmEpilogue& ep,
+              ThreadPool* pool);
+
+// Same with A unpacked (activations × activations, e.g. MatMul): packs A per call.
+void f32_gemm(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
+              const GemmEpilogue& ep, ThreadPool* pool, Isa isa = best_isa());
+
+// The micro-kernel name for an ISA, e.g. "f32_gemm_6x16__avx2".
+std::string gemm_kernel_name(Isa isa);
+
+}  // namespace xnn::kernels

@@ -1,0 +1,207 @@
+// Pooling drivers: the general scalar paths (the reference's arithmetic, in its order), the
+// dispatch to the AVX2 row kernels, and the split over planes.
+#include "engine/kernels/pooling.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace xnn::kernels {
+namespace {
+
+bool use_avx2(Isa isa) { return isa == Isa::kAvx2 && isa_supported(Isa::kAvx2); }
+
+// Which AVX2 row kernel a pool uses (kNone: the scalar path throughout).
+enum class RowKernel { kNone, kMax3x3s2, kMax2x2s2, kMax, kAvg };
+constexpr int64_t kMaxVectorRows = 16;  // kernel heights beyond this run scalar
+
+bool vector_geometry(const Pool2dParams& p, Isa isa) {
+  return use_avx2(isa) && p.kernel_h <= kMaxVectorRows && (p.stride_w == 1 || p.stride_w == 2);
+}
+
+RowKernel max_row_kernel(const Pool2dParams& p, Isa isa) {
+  if (!vector_geometry(p, isa)) return RowKernel::kNone;
+  if (p.stride_w == 2 && p.kernel_w == 3) return RowKernel::kMax3x3s2;
+  if (p.stride_w == 2 && p.kernel_w == 2) return RowKernel::kMax2x2s2;
+  return RowKernel::kMax;
+}
+
+RowKernel avg_row_kernel(const Pool2dParams& p, Isa isa) {
+  return vector_geometry(p, isa) ? RowKernel::kAvg : RowKernel::kNone;
+}
+
+// Outputs [vlo, vlo + 8 * blocks) of every row have windows wholly inside the input
+// horizontally: the vector row kernels compute them, the scalar code the rest.
+struct VectorSpan {
+  int64_t vlo = 0, blocks = 0;
+};
+VectorSpan vector_span(const Pool2dParams& p, RowKernel rk) {
+  VectorSpan v;
+  if (rk == RowKernel::kNone) return v;
+  const int64_t s = p.stride_w;
+  v.vlo = std::min(p.out_w, (p.pad_l + s - 1) / s);  // first window starting at column >= 0
+  const int64_t last = p.in_w - p.kernel_w + p.pad_l;  // s * ow <= last: window ends inside
+  const int64_t vhi = last < 0 ? 0 : std::min(p.out_w, last / s + 1);
+  v.blocks = std::max<int64_t>(0, vhi - v.vlo) / 8;
+  return v;
+}
+
+// Taps k in [0, kernel) of the window starting at `start` that fall inside [0, limit).
+struct Taps {
+  int64_t begin, end;
+};
+inline Taps taps(int64_t start, int64_t kernel, int64_t limit) {
+  const int64_t b = std::clamp<int64_t>(-start, 0, kernel);
+  const int64_t e = std::clamp<int64_t>(limit - start, b, kernel);
+  return {b, e};
+}
+
+// Runs fn(plane) for every plane over the pool, in tasks of at least ~16K input floats.
+template <typename F>
+void for_planes(int64_t planes, int64_t plane_floats, ThreadPool* pool, F&& fn) {
+  const int64_t per_task = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_floats));
+  const int64_t tasks = (planes + per_task - 1) / per_task;
+  parallel_for(pool, tasks, [&](int64_t t) {
+    const int64_t end = std::min(planes, (t + 1) * per_task);
+    for (int64_t c = t * per_task; c < end; ++c) fn(c);
+  });
+}
+
+// Max over the window of output (oh, ow) with the rows `rh` already clipped to the input.
+inline float max_window(const Pool2dParams& p, const float* xp, int64_t ih0, Taps rh, int64_t ow) {
+  const int64_t iw0 = ow * p.stride_w - p.pad_l;
+  const Taps rw = taps(iw0, p.kernel_w, p.in_w);
+  if (rh.begin >= rh.end || rw.begin >= rw.end) return std::numeric_limits<float>::lowest();
+  float best = xp[(ih0 + rh.begin) * p.in_w + iw0 + rw.begin];
+  for (int64_t kh = rh.begin; kh < rh.end; ++kh) {
+    const float* row = xp + (ih0 + kh) * p.in_w + iw0;
+    for (int64_t kw = kh == rh.begin ? rw.begin + 1 : rw.begin; kw < rw.end; ++kw) {
+      if (row[kw] > best) best = row[kw];
+    }
+  }
+  return best;
+}
+
+void maxpool_plane(const Pool2dParams& p, const float* xp, float* yp, RowKernel rk) {
+  const VectorSpan span = vector_span(p, rk);
+  const float* rows[kMaxVectorRows];
+  for (int64_t oh = 0; oh < p.out_h; ++oh) {
+    const int64_t ih0 = oh * p.stride_h - p.pad_t;
+    const Taps rh = taps(ih0, p.kernel_h, p.in_h);
+    float* yrow = yp + oh * p.out_w;
+    int64_t ow = 0;
+    if (span.blocks > 0 && rh.begin < rh.end) {
+      for (; ow < span.vlo; ++ow) yrow[ow] = max_window(p, xp, ih0, rh, ow);
+      const int64_t c0 = span.vlo * p.stride_w - p.pad_l;
+      int64_t nrows = 0;
+      for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w + c0;
+      float* dst = yrow + span.vlo;
+      switch (rk) {
+        case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, span.blocks, dst); break;
+        case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(rows, nrows, span.blocks, dst); break;
+        default: f32_maxpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, dst); break;
+      }
+      ow = span.vlo + 8 * span.blocks;
+    }
+    for (; ow < p.out_w; ++ow) yrow[ow] = max_window(p, xp, ih0, rh, ow);
+  }
+}
+
+// Taps of the window at `o` inside input + padding (count_include_pad's count per dim):
+// padding taps count, taps beyond the end padding (ceil_mode) do not.
+inline int64_t padded_taps(int64_t o, int64_t stride, int64_t kernel, int64_t in, int64_t pad_begin, int64_t pad_end) {
+  return std::clamp<int64_t>(in + pad_begin + pad_end - o * stride, 0, kernel);
+}
+
+void avgpool_plane(const Pool2dParams& p, bool count_include_pad, const float* xp, float* yp, RowKernel rk) {
+  const VectorSpan span = vector_span(p, rk);
+  const float* rows[kMaxVectorRows];
+  for (int64_t oh = 0; oh < p.out_h; ++oh) {
+    const int64_t ih0 = oh * p.stride_h - p.pad_t;
+    const Taps rh = taps(ih0, p.kernel_h, p.in_h);
+    const int64_t count_h = count_include_pad ? padded_taps(oh, p.stride_h, p.kernel_h, p.in_h, p.pad_t, p.pad_b)
+                                              : rh.end - rh.begin;
+    float* yrow = yp + oh * p.out_w;
+    const auto scalar = [&](int64_t ow) {
+      const int64_t iw0 = ow * p.stride_w - p.pad_l;
+      const Taps rw = taps(iw0, p.kernel_w, p.in_w);
+      float sum = 0;
+      for (int64_t kh = rh.begin; kh < rh.end; ++kh) {
+        const float* row = xp + (ih0 + kh) * p.in_w + iw0;
+        for (int64_t kw = rw.begin; kw < rw.end; ++kw) sum += row[kw];
+      }
+      const int64_t count_w = count_include_pad ? padded_taps(ow, p.stride_w, p.kernel_w, p.in_w, p.pad_l, p.pad_r)
+                                                : rw.end - rw.begin;
+      const int64_t count = count_h * count_w;
+      yrow[ow] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+    };
+    int64_t ow = 0;
+    if (span.blocks > 0 && rh.begin < rh.end) {
+      for (; ow < span.vlo; ++ow) scalar(ow);
+      const int64_t c0 = span.vlo * p.stride_w - p.pad_l;
+      int64_t nrows = 0;
+      for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w + c0;
+      // Windows inside the input horizontally count kernel_w columns either way.
+      const float divisor = static_cast<float>(count_h * p.kernel_w);
+      f32_avgpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, divisor, yrow + span.vlo);
+      ow = span.vlo + 8 * span.blocks;
+    }
+    for (; ow < p.out_w; ++ow) scalar(ow);
+  }
+}
+
+std::string suffix(Isa isa) { return use_avx2(isa) ? "__avx2" : "__scalar"; }
+
+}  // namespace
+
+void f32_maxpool2d(const Pool2dParams& p, const float* x, float* y, ThreadPool* pool, Isa isa) {
+  if (p.planes <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
+  const RowKernel rk = max_row_kernel(p, isa);
+  const int64_t in_size = p.in_h * p.in_w, out_size = p.out_h * p.out_w;
+  for_planes(p.planes, std::max(in_size, out_size), pool,
+             [&](int64_t c) { maxpool_plane(p, x + c * in_size, y + c * out_size, rk); });
+}
+
+void f32_avgpool2d(const Pool2dParams& p, bool count_include_pad, const float* x, float* y, ThreadPool* pool,
+                   Isa isa) {
+  if (p.planes <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
+  const int64_t in_size = p.in_h * p.in_w, out_size = p.out_h * p.out_w;
+  const RowKernel rk = avg_row_kernel(p, isa);
+  for_planes(p.planes, std::max(in_size, out_size), pool,
+             [&](int64_t c) { avgpool_plane(p, count_include_pad, x + c * in_size, y + c * out_size, rk); });
+}
+
+void f32_global_avgpool(int64_t planes, int64_t plane_size, const float* x, float* y, ThreadPool* pool, Isa isa) {
+  const bool avx2 = use_avx2(isa);
+  for_planes(planes, plane_size, pool, [&](int64_t c) {
+    const float* v = x + c * plane_size;
+    if (avx2) {
+      y[c] = f32_global_avgpool_plane__avx2(v, plane_size);
+      return;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < plane_size; ++i) sum += static_cast<double>(v[i]);
+    y[c] = static_cast<float>(plane_size > 0 ? sum / static_cast<double>(plane_size) : 0.0);
+  });
+}
+
+std::string maxpool2d_kernel_name(const Pool2dParams& p, Isa isa) {
+  switch (max_row_kernel(p, isa)) {
+    case RowKernel::kNone: return "f32_maxpool2d__scalar";
+    case RowKernel::kMax3x3s2:
+      if (p.kernel_h == 3 && p.stride_h == 2) return "f32_maxpool2d_3x3s2__avx2";
+      break;
+    case RowKernel::kMax2x2s2:
+      if (p.kernel_h == 2 && p.stride_h == 2) return "f32_maxpool2d_2x2s2__avx2";
+      break;
+    default: break;
+  }
+  return "f32_maxpool2d__avx2";
+}
+
+std::string avgpool2d_kernel_name(const Pool2dParams& p, Isa isa) {
+  return avg_row_kernel(p, isa) == RowKernel::kNone ? "f32_avgpool2d__scalar" : "f32_avgpool2d__avx2";
+}
+
+std::string global_avgpool_kernel_name(Isa isa) { return "f32_global_avgpool" + suffix(isa); }
+
+}  // namespace xnn::kernels

@@ -1,0 +1,62 @@
+// fp32 NCHW pooling kernels for the CPU backend: MaxPool 2-D, AveragePool 2-D (any kernel,
+// stride and pads; dilation 1) and GlobalAveragePool, with the reference ops' semantics
+// (engine/ops/pool.cpp), which the tests hold them to:
+//   - max: taps in row-major window order, the first tap inside the input seeds the maximum and a
+//     later tap replaces it only when strictly greater (so a NaN seed sticks, a later NaN is
+//     skipped); a window wholly in padding gives -FLT_MAX;
+//   - average: float sum in window order divided by the tap count (count_include_pad counts
+//     padding taps, never taps beyond the end padding that ceil_mode can add); 0 for an empty
+//     window;
+//   - global average: double sum, divided, rounded to float once.
+// Output sizes (ceil_mode, auto_pad) are the caller's: it passes out_h/out_w and the pads.
+//
+// Work is split over (image, channel) planes. AVX2 vectorises max and average pools with width
+// stride 1 or 2 (and kernel height <= 16) along the output width, 8 outputs per ymm; stride 2
+// deinterleaves even/odd input columns with in-lane shuffles and undoes the lane order once per
+// 8 outputs. The 3×3 and 2×2 stride-2 max pools have their own row kernels (fewer loads).
+// Windows that cross the left/right border, and other geometries, run the scalar path.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/core/thread_pool.h"
+#include "engine/kernels/cpu_features.h"
+
+namespace xnn::kernels {
+
+struct Pool2dParams {
+  int64_t planes = 0;  // N * C
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  int64_t pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;  // pad_b/pad_r: count_include_pad only
+};
+
+// x [planes][in_h][in_w] -> y [planes][out_h][out_w].
+void f32_maxpool2d(const Pool2dParams& p, const float* x, float* y, ThreadPool* pool, Isa isa);
+void f32_avgpool2d(const Pool2dParams& p, bool count_include_pad, const float* x, float* y, ThreadPool* pool,
+                   Isa isa);
+// x [planes][plane_size] -> y [planes].
+void f32_global_avgpool(int64_t planes, int64_t plane_size, const float* x, float* y, ThreadPool* pool, Isa isa);
+
+// The kernel that runs for these parameters: "f32_maxpool2d_3x3s2__avx2", "f32_maxpool2d__avx2",
+// "f32_maxpool2d__scalar", "f32_avgpool2d__avx2", "f32_global_avgpool__scalar", ...
+std::string maxpool2d_kernel_name(const Pool2dParams& p, Isa isa);
+std::string avgpool2d_kernel_name(const Pool2dParams& p, Isa isa);
+std::string global_avgpool_kernel_name(Isa isa);
+
+// ---- AVX2 (pooling_avx2.cpp): call only when isa_supported(Isa::kAvx2) ------------------------
+// One output row segment of 8 * blocks outputs of a K×K stride-2 max pool (K = 3 or 2): rows[r]
+// points at the first window's leftmost input column in the r-th input row inside the input
+// (nrows >= 1, top to bottom); reads only the windows' columns, [0, 16 * blocks + K - 3].
+void f32_maxpool2d_3x3s2_row__avx2(const float* const* rows, int64_t nrows, int64_t blocks, float* out);
+void f32_maxpool2d_2x2s2_row__avx2(const float* const* rows, int64_t nrows, int64_t blocks, float* out);
+// The same for any kernel size with stride_w 1 or 2 (max and average; average divides each
+// window's sum, taken in window order, by `divisor`).
+void f32_maxpool2d_row__avx2(const float* const* rows, int64_t nrows, int64_t kernel_w, int64_t stride_w,
+                             int64_t blocks, float* out);
+void f32_avgpool2d_row__avx2(const float* const* rows, int64_t nrows, int64_t kernel_w, int64_t stride_w,
+                             int64_t blocks, float divisor, float* out);
+// Mean of n floats, accumulated in double.
+float f32_global_avgpool_plane__avx2(const float* x, int64_t n);
+
+}  // namespace xnn::kernels

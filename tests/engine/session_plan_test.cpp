@@ -1,0 +1,288 @@
+// The prepared session: static memory plan, views, in-place ops, optimised kernels and graph
+// passes must give the reference runtime's results; steady-state runs must not allocate.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <execinfo.h>
+#include <random>
+
+#include "engine/runtime/session.h"
+
+// Counting global operator new: a steady-state Session::run must not call it.
+namespace {
+std::atomic<bool> g_count_new{false};
+std::atomic<int64_t> g_news{0};
+}  // namespace
+void* operator new(size_t n) {
+  if (g_count_new.load(std::memory_order_relaxed)) {
+    g_news.fetch_add(1, std::memory_order_relaxed);
+    if (std::getenv("XNN_TRACE_NEW")) {  // debugging aid: where did it come from?
+      g_count_new = false;
+      void* bt[12];
+      backtrace_symbols_fd(bt, backtrace(bt, 12), 2);
+      g_count_new = true;
+    }
+  }
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace xnn {
+namespace {
+
+Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  Tensor t(DType::kF32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+// Tiny builder for test graphs.
+struct Builder {
+  Model model;
+  Graph& g = model.graph;
+  int input(const std::string& name, Shape shape) {
+    Value v;
+    v.name = name;
+    v.dtype = DType::kF32;
+    v.has_shape = true;
+    for (int64_t d : shape) v.shape.push_back(Dim{d, ""});
+    const int i = g.add_value(v);
+    g.inputs.push_back(i);
+    return i;
+  }
+  int constant(const std::string& name, Tensor t) { return g.add_constant(name, std::move(t)); }
+  int node(const std::string& op, std::vector<int> ins, std::map<std::string, Attribute> attrs = {},
+           const std::string& name = "") {
+    Node n;
+    n.op_type = op;
+    n.name = name.empty() ? op + std::to_string(g.nodes.size()) : name;
+    n.inputs = std::move(ins);
+    Value out;
+    out.name = n.name + "_out";
+    n.outputs = {g.add_value(out)};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(n);
+    return n.outputs[0];
+  }
+  std::shared_ptr<Model> done(std::vector<int> outputs) {
+    g.outputs = std::move(outputs);
+    return std::make_shared<Model>(model);
+  }
+};
+
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double m = 0, d = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    m = std::max(m, std::fabs(static_cast<double>(b.data<float>()[i])));
+    d = std::max(d, std::fabs(static_cast<double>(a.data<float>()[i]) - b.data<float>()[i]));
+  }
+  return d / std::max(m, 1e-30);
+}
+
+SessionOptions reference_options() {
+  SessionOptions o;
+  o.opt_level = 0;
+  o.cpu_kernels = false;
+  o.memory_planning = false;
+  return o;
+}
+
+// conv-bn-relu -> depthwise -> 1x1 conv + residual -> relu -> pool -> flatten -> gemm.
+std::shared_ptr<Model> small_cnn(int64_t batch = 1) {
+  Builder b;
+  const int x = b.input("x", {batch, 8, 12, 12});
+  const int w1 = b.constant("w1", random_tensor({16, 8, 3, 3}, 1, 0.2f));
+  const int b1 = b.constant("b1", random_tensor({16}, 2));
+  int c1 = b.node("Conv", {x, w1, b1}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv1");
+  Tensor scale = random_tensor({16}, 3, 0.1f), var = random_tensor({16}, 4, 0.1f);
+  for (int64_t i = 0; i < 16; ++i) {
+    scale.data<float>()[i] += 1.0f;
+    var.data<float>()[i] = std::fabs(var.data<float>()[i]) + 0.5f;
+  }
+  const int bn = b.node("BatchNormalization", {c1, b.constant("g", scale), b.constant("beta", random_tensor({16}, 5)),
+                                               b.constant("mean", random_tensor({16}, 6)), b.constant("var", var)});
+  const int r1 = b.node("Relu", {bn});
+  const int wd = b.constant("wd", random_tensor({16, 1, 3, 3}, 7, 0.3f));
+  const int dw = b.node("Conv", {r1, wd}, {{"group", int64_t{16}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "dw");
+  const int clip = b.node("Clip", {dw, b.constant("lo", Tensor::scalar(0.0f)), b.constant("hi", Tensor::scalar(6.0f))});
+  const int w2 = b.constant("w2", random_tensor({16, 16, 1, 1}, 8, 0.25f));
+  const int c2 = b.node("Conv", {clip, w2}, {}, "pw");
+  const int add = b.node("Add", {c2, r1});
+  const int r2 = b.node("Relu", {add});
+  const int pool = b.node("MaxPool", {r2}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  const int gap = b.node("GlobalAveragePool", {pool});
+  const int flat = b.node("Flatten", {gap});
+  const int fw = b.constant("fw", random_tensor({10, 16}, 9, 0.3f));
+  const int fb = b.constant("fb", random_tensor({10}, 10));
+  const int fc = b.node("Gemm", {flat, fw, fb}, {{"transB", int64_t{1}}}, "fc");
+  const int sm = b.node("Softmax", {fc}, {{"axis", int64_t{-1}}});
+  return b.done({sm, fc});
+}
+
+TEST(SessionPlan, OptimisedSessionMatchesReference) {
+  for (int64_t batch : {1, 3}) {
+    auto model = small_cnn(batch);
+    const Tensor x = random_tensor({batch, 8, 12, 12}, 11);
+    Session ref(model, reference_options());
+    const std::vector<Tensor> want = ref.run({{"x", x}});
+    for (int level : {0, 1, 2}) {
+      for (int threads : {1, 2, 3}) {
+        SessionOptions o;
+        o.opt_level = level;
+        o.threads = threads;
+        Session s(model, o);
+        const std::vector<Tensor> got = s.run({{"x", x}});
+        ASSERT_EQ(got.size(), 2u);
+        EXPECT_LE(max_rel_diff(got[0], want[0]), 1e-5) << "level " << level << " threads " << threads;
+        EXPECT_LE(max_rel_diff(got[1], want[1]), 1e-5) << "level " << level << " threads " << threads;
+        const MemoryStats m = s.memory_stats();
+        EXPECT_TRUE(m.planned);
+        EXPECT_GT(m.arena_bytes, 0);
+        EXPECT_LE(m.arena_bytes, m.lower_bound_bytes * 11 / 10 + 64);
+      }
+    }
+  }
+}
+
+TEST(SessionPlan, LevelTwoFusesAndPlansViews) {
+  SessionOptions o;
+  o.opt_level = 2;
+  Session s(small_cnn(), o);
+  int bn = 0, relu = 0;
+  for (const Node& n : s.optimized_graph().nodes) {
+    bn += n.op_type == "BatchNormalization";
+    relu += n.op_type == "Relu";
+  }
+  EXPECT_EQ(bn, 0);
+  EXPECT_EQ(relu, 0);
+  s.run({{"x", random_tensor({1, 8, 12, 12}, 1)}});
+  const std::vector<std::string> kernels = s.kernel_names();
+  EXPECT_NE(std::find(kernels.begin(), kernels.end(), "view"), kernels.end()) << "Flatten should be a view";
+  EXPECT_GE(s.memory_stats().aliased_tensors, 1);
+}
+
+TEST(SessionPlan, SteadyStateRunAllocatesNothing) {
+  for (int threads : {1, 2}) {
+    SessionOptions o;
+    o.threads = threads;
+    Session s(small_cnn(2), o);
+    std::map<std::string, Tensor> in{{"x", random_tensor({2, 8, 12, 12}, 3)}};
+    std::vector<Tensor> out = s.run(in);
+    out.clear();
+    out = s.run(in);  // scratch buffers reach their final size
+    out.clear();
+    out.reserve(4);
+    const int64_t buffers = Buffer::allocation_count();
+    g_news = 0;
+    g_count_new = true;
+    std::vector<Tensor> again = s.run(in);
+    g_count_new = false;
+    // Only the caller-facing handles allocate: the returned vector, and the shape vectors of the
+    // input handle the session binds and of the two output handles it returns. Kernels, the
+    // thread pool and the plan allocate nothing.
+    EXPECT_LE(g_news.load(), 1 + 1 + 2) << "operator new calls in a steady-state run, threads " << threads;
+    EXPECT_EQ(Buffer::allocation_count(), buffers) << "tensor buffers allocated in a steady-state run";
+  }
+}
+
+TEST(SessionPlan, OutputsHeldByTheCallerAreNotOverwritten) {
+  Session s(small_cnn());
+  const Tensor x1 = random_tensor({1, 8, 12, 12}, 21), x2 = random_tensor({1, 8, 12, 12}, 22);
+  const std::vector<Tensor> first = s.run({{"x", x1}});
+  const Tensor first_copy = first[1].clone();
+  const std::vector<Tensor> second = s.run({{"x", x2}});
+  EXPECT_EQ(max_rel_diff(first[1], first_copy), 0.0);
+  EXPECT_GT(max_rel_diff(second[1], first_copy), 0.0);
+}
+
+TEST(SessionPlan, NewInputShapesArePreparedAgain) {
+  auto model = small_cnn();
+  // Make the batch symbolic.
+  model->graph.values[static_cast<size_t>(model->graph.inputs[0])].shape[0] = Dim{-1, "N"};
+  Session s(model);
+  Session ref(model, reference_options());
+  for (int64_t batch : {1, 4, 2, 4}) {
+    const Tensor x = random_tensor({batch, 8, 12, 12}, static_cast<uint32_t>(batch));
+    const std::vector<Tensor> got = s.run({{"x", x}});
+    const std::vector<Tensor> want = ref.run({{"x", x}});
+    EXPECT_EQ(got[1].shape(), (Shape{batch, 10}));
+    EXPECT_LE(max_rel_diff(got[1], want[1]), 1e-5);
+  }
+}
+
+TEST(SessionPlan, ShapeComputationsAreEvaluatedAtPreparation) {
+  // x -> Shape -> Gather(0) -> Unsqueeze -> Concat(-1) -> Reshape(x): PyTorch's flatten.
+  Builder b;
+  const int x = b.input("x", {2, 3, 4});
+  const int shape = b.node("Shape", {x});
+  const int idx = b.constant("zero", Tensor::scalar<int64_t>(0));
+  const int n = b.node("Gather", {shape, idx}, {{"axis", int64_t{0}}});
+  const int axes = b.constant("axes", Tensor::from_vector<int64_t>({0}, {1}));
+  const int un = b.node("Unsqueeze", {n, axes});
+  const int minus1 = b.constant("m1", Tensor::from_vector<int64_t>({-1}, {1}));
+  const int cat = b.node("Concat", {un, minus1}, {{"axis", int64_t{0}}});
+  const int rs = b.node("Reshape", {x, cat});
+  const int y = b.node("Relu", {rs});
+  SessionOptions o;
+  o.opt_level = 0;  // keep the chain for the session to evaluate
+  Session s(b.done({y}), o);
+  const Tensor in = random_tensor({2, 3, 4}, 5);
+  const Tensor out = s.run({{"x", in}})[0];
+  EXPECT_EQ(out.shape(), (Shape{2, 12}));
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(out.data<float>()[i], std::max(0.0f, in.data<float>()[i]));
+  const std::vector<std::string> k = s.kernel_names();
+  EXPECT_EQ(std::count(k.begin(), k.end(), "shape-time"), 4);
+  EXPECT_EQ(std::count(k.begin(), k.end(), "view"), 1);  // Reshape of the graph input
+}
+
+TEST(SessionPlan, DataDependentShapesRunWithoutAPlan) {
+  // The target shape of the Reshape is a runtime input: no static plan, still correct.
+  Builder b;
+  const int x = b.input("x", {6});
+  Value sv;
+  sv.name = "shape";
+  sv.dtype = DType::kI64;
+  sv.has_shape = true;
+  sv.shape = {Dim{2, ""}};
+  const int shape = b.g.add_value(sv);
+  b.g.inputs.push_back(shape);
+  const int r = b.node("Reshape", {x, shape});
+  const int y = b.node("Relu", {r});
+  Session s(b.done({y}));
+  const Tensor in = Tensor::from_vector<float>({0, 1, -2, 2, 3, -1}, {6});
+  const Tensor out = s.run({{"x", in}, {"shape", Tensor::from_vector<int64_t>({3, 2}, {2})}})[0];
+  EXPECT_FALSE(s.memory_stats().planned);
+  ASSERT_EQ(out.shape(), (Shape{3, 2}));
+  EXPECT_EQ(out.data<float>()[2], 0.0f);
+  EXPECT_EQ(out.data<float>()[4], 3.0f);
+  const Tensor out2 = s.run({{"x", in}, {"shape", Tensor::from_vector<int64_t>({2, 3}, {2})}})[0];
+  EXPECT_EQ(out2.shape(), (Shape{2, 3}));
+}
+
+TEST(SessionPlan, InPlaceOnlyWhenTheInputDies) {
+  // x -> Relu(a) -> Sigmoid(b) ; a is also read by the final Add: Sigmoid must not overwrite a.
+  Builder b;
+  const int x = b.input("x", {64});
+  const int a = b.node("Relu", {x});
+  const int s1 = b.node("Sigmoid", {a});
+  const int e = b.node("Exp", {s1});  // s1 dies here: may be in place
+  const int y = b.node("Add", {e, a});
+  SessionOptions o;
+  o.opt_level = 0;
+  Session s(b.done({y}), o);
+  Session ref(std::make_shared<Model>(s.model()), reference_options());
+  const Tensor in = random_tensor({64}, 9);
+  EXPECT_EQ(max_rel_diff(s.run({{"x", in}})[0], ref.run({{"x", in}})[0]), 0.0);
+  EXPECT_GE(s.memory_stats().in_place_tensors, 1);
+}
+
+}  // namespace
+}  // namespace xnn
