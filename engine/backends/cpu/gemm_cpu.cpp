@@ -10,6 +10,7 @@
 #include "engine/backends/cpu/cpu_kernel.h"
 #include "engine/backends/cpu/fused_activation.h"
 #include "engine/kernels/gemm.h"
+#include "engine/kernels/gemv.h"
 #include "engine/kernels/scratch.h"
 
 namespace xnn {
@@ -26,11 +27,23 @@ class LinearKernel final : public CpuKernel {
       : m_(m), k_(k), n_(n), trans_a_(trans_a), w_(std::move(w)), bias_(std::move(bias)), act_(act), isa_(isa),
         op_(std::move(op)) {}
 
-  std::string name() const override { return "f32_" + op_ + "+" + kernels::gemm_kernel_name(isa_); }
+  // Batch 1: a GEMV over row-major op(B)ᵀ [N×K] (the packed GEMM would pad N=1 to a panel).
+  LinearKernel(int64_t k, int64_t n, std::vector<float> wt, std::vector<float> bias, kernels::Activation act, Isa isa,
+               std::string op)
+      : m_(1), k_(k), n_(n), trans_a_(false), wt_(std::move(wt)), bias_(std::move(bias)), act_(act), isa_(isa),
+        op_(std::move(op)) {}
+
+  std::string name() const override {
+    return "f32_" + op_ + "+" + (wt_.empty() ? kernels::gemm_kernel_name(isa_) : kernels::gemv_kernel_name(isa_));
+  }
 
   void run(KernelContext& ctx) override {
     const float* a = ctx.input(0).data<float>();
     float* y = ctx.output(0).data<float>();
+    if (!wt_.empty()) {
+      kernels::f32_gemv(n_, k_, wt_.data(), k_, a, bias_.empty() ? nullptr : bias_.data(), act_, y, ctx.pool(), isa_);
+      return;
+    }
     // op(A)ᵀ as a K×M matrix.
     const MatrixRef at = trans_a_ ? MatrixRef{a, m_, 1} : MatrixRef{a, 1, k_};
     kernels::GemmEpilogue ep;
@@ -50,6 +63,7 @@ class LinearKernel final : public CpuKernel {
   int64_t m_, k_, n_;
   bool trans_a_;
   kernels::PackedA w_;
+  std::vector<float> wt_;  // GEMV weights (batch 1), else empty
   std::vector<float> bias_;
   kernels::Activation act_;
   Isa isa_;
@@ -89,6 +103,12 @@ std::unique_ptr<CpuKernel> make_gemm_kernel(const CpuKernelPrepareContext& ctx) 
     src = scaled.data();
   }
   const MatrixRef bt = trans_b ? MatrixRef{src, k, 1} : MatrixRef{src, 1, n};
+  if (m == 1) {
+    std::vector<float> wt(static_cast<size_t>(n * k));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p) wt[static_cast<size_t>(j * k + p)] = bt.at(j, p);
+    return std::make_unique<LinearKernel>(k, n, std::move(wt), std::move(bias), fused_activation(node), ctx.isa, "gemm");
+  }
   kernels::PackedA packed(n, k, bt, ctx.isa);
   return std::make_unique<LinearKernel>(m, k, n, trans_a, std::move(packed), std::move(bias), fused_activation(node),
                                         ctx.isa, "gemm");
@@ -127,6 +147,14 @@ std::unique_ptr<CpuKernel> make_matmul_kernel(const CpuKernelPrepareContext& ctx
   if (b.value && b.shape.size() == 2) {
     // A linear layer: all leading dims of A fold into M.
     const int64_t m = shape_numel(a.shape) / k;
+    if (m == 1) {
+      const float* bw = b.value->data<float>();
+      std::vector<float> wt(static_cast<size_t>(n * k));
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t p = 0; p < k; ++p) wt[static_cast<size_t>(j * k + p)] = bw[p * n + j];
+      return std::make_unique<LinearKernel>(k, n, std::move(wt), std::vector<float>{}, kernels::Activation{}, ctx.isa,
+                                            "matmul");
+    }
     kernels::PackedA packed(n, k, MatrixRef{b.value->data<float>(), 1, n}, ctx.isa);
     return std::make_unique<LinearKernel>(m, k, n, false, std::move(packed), std::vector<float>{}, kernels::Activation{},
                                           ctx.isa, "matmul");
