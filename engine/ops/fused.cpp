@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/kernels/activation.h"
+#include "engine/ops/fused_activation.h"
 #include "engine/ops/nn_common.h"
 
 namespace xnn {
@@ -25,8 +26,10 @@ namespace {
 
 constexpr const char* kFusedDomain = "ai.xnn";
 
-// The node's activation with its parameters; errors name the node.
-kernels::Activation activation_of(const Node& node) {
+}  // namespace
+
+kernels::Activation fused_activation(const Node& node) {
+  if (node.domain != kFusedDomain) return kernels::Activation{};
   kernels::Activation act;
   const std::string name = node.attr_string("activation", "");
   try {
@@ -67,6 +70,8 @@ kernels::Activation activation_of(const Node& node) {
   return act;
 }
 
+namespace {
+
 template <typename Ctx>
 void check_f32(const Ctx& ctx, DType t) {
   if (t != DType::kF32) {
@@ -98,13 +103,13 @@ OpCost fused_cost(const CostFn& base_cost, int base_inputs, const Node& node, st
     c.bytes_read += static_cast<double>(shape_numel(in[i].shape) * dtype_size(in[i].dtype));
     c.macs += elems;
   }
-  if (activation_of(node).kind != kernels::ActKind::kNone) c.macs += elems;
+  if (fused_activation(node).kind != kernels::ActKind::kNone) c.macs += elems;
   return c;
 }
 
 // Runs the base kernel into Y, then Y = act(Y + Z) element by element.
 void run_fused(KernelContext& ctx, const KernelFn& base_kernel, int base_inputs, int z_input) {
-  const kernels::Activation act = activation_of(ctx.node());
+  const kernels::Activation act = fused_activation(ctx.node());
   std::vector<const Tensor*> ins(static_cast<size_t>(std::min(base_inputs, ctx.num_inputs())), nullptr);
   for (int i = 0; i < static_cast<int>(ins.size()); ++i) {
     if (ctx.has_input(i)) ins[static_cast<size_t>(i)] = &ctx.input(i);
@@ -135,7 +140,7 @@ OpSchema fused_schema(const OpSchema& base, const char* type, int z_input, const
   s.min_inputs = base.min_inputs;
   s.max_inputs = base.max_inputs + (z_input >= 0 ? 1 : 0);
   s.infer = [infer = base.infer, base_inputs, z_input](InferContext& ctx) {
-    (void)activation_of(ctx.node());  // rejects a bad name or parameter count up front
+    (void)fused_activation(ctx.node());  // rejects a bad name or parameter count up front
     const TensorInfo y = infer_base(ctx, infer, base_inputs);
     check_f32(ctx, y.dtype);
     if (z_input >= 0 && ctx.has_input(z_input)) {

@@ -14,7 +14,7 @@
 #include <optional>
 
 #include "engine/backends/cpu/cpu_kernel.h"
-#include "engine/backends/cpu/fused_activation.h"
+#include "engine/ops/fused_activation.h"
 #include "engine/kernels/depthwise.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/scratch.h"

@@ -8,7 +8,7 @@
 // MatMul: constant 2-D B (a linear layer, any leading batch dims of A) as above; otherwise
 // A·B per batch with both operands packed per call, when batch dims are equal.
 #include "engine/backends/cpu/cpu_kernel.h"
-#include "engine/backends/cpu/fused_activation.h"
+#include "engine/ops/fused_activation.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/gemv.h"
 #include "engine/kernels/scratch.h"
