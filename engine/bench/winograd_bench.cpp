@@ -5,6 +5,8 @@
 //
 // WinogradBaseline_Im2colGemm is what the selection rule compares against: im2col (the 9·cin ×
 // oh·ow column matrix, built per call) and the project's packed f32_gemm with the same epilogue.
+// cold_*: caches evicted before every iteration (a layer inside a whole network); rule_*: the
+// other shapes behind choose_winograd_tile (few channels; sizes that split into 6×6 tiles).
 //
 //   build-wino/engine/xnn_kernel_bench --benchmark_filter=Winograd --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
@@ -127,16 +129,22 @@ void resnet_layers(benchmark::internal::Benchmark* b) {
   for (int64_t ch : {64, 128, 256, 512}) b->Args({ch, 56 * 64 / ch});
 }
 
+// Sizes that split evenly into 6×6 tiles, where F(6,3) does 21% fewer multiplications than
+// F(4,3) (at 56 and 28 only 9%).
+void even_tiles(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"ch", "hw"});
+  for (int64_t ch : {32, 64, 128}) b->Args({ch, 48});
+  b->Args({64, 24});
+}
+
 // The other shapes behind the selection rule: few channels, where the transforms' share grows
-// (the lower end), and sizes that split evenly into 6×6 tiles, where F(6,3) does 21% fewer
-// multiplications than F(4,3) (at 56 and 28 only 9%).
+// (the lower end), and the even sizes above.
 void rule_layers(benchmark::internal::Benchmark* b) {
   b->ArgNames({"ch", "hw"});
   for (int64_t ch : {4, 8, 16, 32}) {
     for (int64_t hw : {56, 14}) b->Args({ch, hw});
   }
-  for (int64_t ch : {32, 64, 128}) b->Args({ch, 48});
-  b->Args({64, 24});
+  even_tiles(b);
 }
 
 BENCHMARK_CAPTURE(BM_Winograd, f43_avx2, WinogradTile::kF43, Isa::kAvx2)->Apply(resnet_layers);
@@ -150,9 +158,9 @@ BENCHMARK_CAPTURE(BM_Winograd, cold_f43_avx2, WinogradTile::kF43, Isa::kAvx2, tr
 BENCHMARK_CAPTURE(BM_Winograd, cold_f63_avx2, WinogradTile::kF63, Isa::kAvx2, true)->Apply(resnet_layers);
 BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, cold_avx2, Isa::kAvx2, true)->Apply(resnet_layers);
 
-BENCHMARK_CAPTURE(BM_Winograd, rule_cold_f43_avx2, WinogradTile::kF43, Isa::kAvx2, true)->Apply(rule_layers);
-BENCHMARK_CAPTURE(BM_Winograd, rule_cold_f63_avx2, WinogradTile::kF63, Isa::kAvx2, true)->Apply(rule_layers);
-BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, rule_cold_avx2, Isa::kAvx2, true)->Apply(rule_layers);
+BENCHMARK_CAPTURE(BM_Winograd, rule_cold_f43_avx2, WinogradTile::kF43, Isa::kAvx2, true)->Apply(even_tiles);
+BENCHMARK_CAPTURE(BM_Winograd, rule_cold_f63_avx2, WinogradTile::kF63, Isa::kAvx2, true)->Apply(even_tiles);
+BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, rule_cold_avx2, Isa::kAvx2, true)->Apply(even_tiles);
 BENCHMARK_CAPTURE(BM_Winograd, rule_f43_avx2, WinogradTile::kF43, Isa::kAvx2)->Apply(rule_layers);
 BENCHMARK_CAPTURE(BM_Winograd, rule_f63_avx2, WinogradTile::kF63, Isa::kAvx2)->Apply(rule_layers);
 BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, rule_avx2, Isa::kAvx2)->Apply(rule_layers);

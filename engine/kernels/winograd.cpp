@@ -512,36 +512,44 @@ void WinogradConv3x3::run(const float* input, int64_t h, int64_t w, int64_t pad_
 }
 
 // Selection rule. Measured on one core of this machine (Xeon, Sapphire Rapids class, AVX2+FMA peak
-// 82 GFLOP/s, 2 MiB L2, ~20 GB/s L3 and ~5 GB/s DRAM per core; shared and noisy, best of
-// repeated runs) with engine/bench/winograd_bench.cpp, effective GFLOP/s (direct-convolution
-// flops / time), pad 1, batch 1, single thread; "im2col" = im2col + the packed f32_gemm:
+// 82 GFLOP/s, 2 MiB L2, ~20 GB/s from L3 and ~5 GB/s from DRAM per core; shared with other jobs,
+// so runs vary by ±20%: best of several runs) with engine/bench/winograd_bench.cpp. Effective
+// GFLOP/s (direct-convolution flops / time), pad 1, batch 1, one thread, bias + Relu. "warm": one
+// layer in a loop; "cold": caches evicted before each run, as for a layer inside a whole network.
+// "im2col" = im2col + the packed f32_gemm.
 //
-//   layer (cin = cout @ h×w)   AVX2: F(4,3)  F(6,3)  im2col   scalar: F(4,3)  F(6,3)  im2col
-//   64 @ 56                          228     225      58              50      43      13
-//   128 @ 28                         243     246      66              60      56      16
-//   256 @ 14                         159     130      64              50      34      17
-//   512 @ 7                           86      47      49              23      12      13
-//   16 @ 56                          130     142      36              23       -      11
-//   8 @ 56                            56      65      26              11       -       9
-//   4 @ 56                            12      13      22               5       -       5
+//   cin = cout @ h×w         AVX2 warm             AVX2 cold            scalar warm
+//                         F(4,3) F(6,3) im2col  F(4,3) F(6,3) im2col  F(4,3) F(6,3) im2col
+//   64 @ 56                 228    225     61     209    154     51      57     60     16
+//   128 @ 28                243    248     68     170    212     66      77     76     18
+//   256 @ 14 (raw weights)  159    130     72      99    119     69      54     44     18
+//   512 @ 7  (raw weights)   86     53     60      67     47     52      31     17     17
+//   64 @ 48                 204    240     52     190    227     52
+//   128 @ 48                220    268     61     200    239     60
+//   64 @ 24                 240    236     60     160    160     53
+//   16 @ 56                 133    142     36
+//   8 @ 56                   56     65     28
+//   4 @ 56                   12     13     22
 //
-// max |error| / max(1, max |ref|) against a double-precision direct convolution (inputs N(0,1),
-// Kaiming-normal weights; tests/engine/kernels_winograd_test.cpp, DISABLED_ErrorReport):
-//   F(4,3) 5.4e-6 (64@56) 9.1e-6 (128@28) 9.8e-6 (256@14) 2.0e-5 (512@7)
-//   F(6,3) 8.8e-6         1.2e-5          1.8e-5          2.6e-5          — all within 1e-4.
+// Error, max |out - ref| / max(1, max |ref|) against a double-precision direct convolution
+// (inputs N(0,1), Kaiming-normal weights; DISABLED_ErrorReport in kernels_winograd_test.cpp):
+//   F(4,3)  5.4e-6 (64@56)  9.1e-6 (128@28)  9.8e-6 (256@14)  2.0e-5 (512@7)
+//   F(6,3)  8.8e-6          1.2e-5           1.8e-5           2.6e-5     (all within 1e-4)
 //
 // Hence:
-//  * fewer than 8 input or output channels: im2col (a channel group of 8 is mostly padding and
-//    the transforms dominate; at 4 channels im2col wins);
-//  * work per output in the Winograd domain, α²·tiles / (oh·ow), includes the partial tiles at
-//    the edges. F(6,3) is taken only where that is clearly (5%) below F(4,3)'s — 56×56 and 28×28
-//    (2.04 vs 2.25 multiplies per output), not 14×14 (2.94 both) or 7×7 (5.2 vs 2.94) — its
-//    transforms cost a little more per output, it is less accurate, and its weights are 1.8×
-//    larger; and only with transformed weights (U ≤ kMaxTransformedWeightBytes), since re-making
-//    U per run costs 64/36 of F(4,3)'s;
-//  * if even the chosen tile leaves over 4.5 multiplies per output (half of direct's 9; tiny
+//  * fewer than 8 input or output channels: im2col (an 8-channel group is mostly padding and the
+//    transforms dominate; at 4 channels im2col wins);
+//  * the Winograd-domain work per output, α²·tiles / (oh·ow), counts the partial tiles at the
+//    edges. F(6,3) is taken only where it is at least 15% below F(4,3)'s: sizes that split into
+//    6×6 tiles (48, 24: 1.78 vs 2.25 multiplies per output; F(6,3) 15-20% faster at 48, even at
+//    24 where fixed costs weigh more), not 56 or 28 (2.04 vs 2.25: a tie within the noise above,
+//    so F(4,3)'s smaller error and 1.8× smaller weights decide), 14 (2.94 both) or 7 (5.2 vs
+//    2.94). And only with transformed weights (U ≤ kMaxTransformedWeightBytes): re-making U per
+//    run costs 64/36 of F(4,3)'s;
+//  * if even the chosen tile leaves over 4.5 multiplies per output (half of direct's 9: tiny
 //    images, mostly padding), im2col: the transforms would eat the rest of the gain;
-//  * scalar: F(4,3) wherever Winograd pays (its lighter transforms beat F(6,3) at every size).
+//  * scalar: F(4,3) (F(6,3) ties at 56 and 28 and is slower below).
+// So all of ResNet-18's stride-1 3×3 layers run F(4,3).
 std::optional<WinogradTile> choose_winograd_tile(int64_t cin, int64_t cout, int64_t oh, int64_t ow, Isa isa) {
   if (cin < 8 || cout < 8 || oh <= 0 || ow <= 0) return std::nullopt;
   auto work = [&](int64_t m) {
@@ -549,7 +557,7 @@ std::optional<WinogradTile> choose_winograd_tile(int64_t cin, int64_t cout, int6
     return static_cast<double>(a * a * ((oh + m - 1) / m) * ((ow + m - 1) / m)) / static_cast<double>(oh * ow);
   };
   const double w43 = work(4), w63 = work(6);
-  const bool f63 = isa == Isa::kAvx2 && w63 < 0.95 * w43 &&
+  const bool f63 = isa == Isa::kAvx2 && w63 <= 0.85 * w43 &&
                    transformed_weight_bytes(cout, cin, WinogradTile::kF63) <= kMaxTransformedWeightBytes;
   if ((f63 ? w63 : w43) > 4.5) return std::nullopt;
   return f63 ? WinogradTile::kF63 : WinogradTile::kF43;
