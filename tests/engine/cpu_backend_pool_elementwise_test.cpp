@@ -258,7 +258,9 @@ TEST(PoolKernel, ModelShapes) {
       a["count_include_pad"] = include;
       const std::string name =
           expect_matches_reference(make_case("AveragePool", {random_tensor(rng, g.x)}, a), 0, describe(g));
-      if (kernels::isa_supported(Isa::kAvx2)) EXPECT_EQ(name, "f32_avgpool2d__avx2");
+      if (kernels::isa_supported(Isa::kAvx2)) {
+        EXPECT_EQ(name, "f32_avgpool2d__avx2");
+      }
     }
   }
 }

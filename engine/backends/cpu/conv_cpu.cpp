@@ -29,17 +29,6 @@ using kernels::Isa;
 
 enum class ConvAlgo { kDepthwise, kGemm1x1, kWinograd43, kWinograd63, kIm2col };
 
-const char* algo_tag(ConvAlgo a) {
-  switch (a) {
-    case ConvAlgo::kDepthwise: return "dw";
-    case ConvAlgo::kGemm1x1: return "1x1";
-    case ConvAlgo::kWinograd43: return "wino43";
-    case ConvAlgo::kWinograd63: return "wino63";
-    case ConvAlgo::kIm2col: return "im2col";
-  }
-  return "?";
-}
-
 struct ConvShape {
   int64_t n = 0, cin = 0, h = 0, w = 0, cout = 0, oh = 0, ow = 0, kh = 0, kw = 0, group = 1;
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
