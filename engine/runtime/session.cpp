@@ -216,9 +216,8 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
       }
       const bool shape_only = n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
       if ((shape_only || all_known) && !is_nondeterministic(n) && out_bytes <= kShapeTimeMaxBytes) {
-        // Evaluate now. Shape/Size read only shapes: give them a zero-stride stand-in? No: a
-        // tiny tensor of the right shape is not possible without its bytes, so evaluate them
-        // from the shape directly.
+        // Evaluate now. Shape and Size read only their input's shape, which is known here while
+        // its data is not: compute them from the shape directly.
         std::vector<Tensor> results(n.outputs.size());
         if (shape_only) {
           const Shape& s = ins[0].shape;

@@ -58,7 +58,6 @@ struct MemoryStats {
   int64_t lower_bound_bytes = 0;   // liveness lower bound of the same tensors
   int64_t output_bytes = 0;        // graph outputs (owned buffers, outside the arena)
   int64_t weight_bytes = 0;        // constants of the optimised graph
-  int64_t packed_weight_bytes = 0; // extra memory of kernels' packed weights (not counted yet: 0)
   int planned_tensors = 0, aliased_tensors = 0, in_place_tensors = 0;
 };
 
