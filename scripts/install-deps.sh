@@ -16,6 +16,8 @@ PACKAGES=(
   libonnx-testdata dataset-fashion-mnist
   # fixture generation: PyTorch exports of torchvision models (Debian's python)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision libopenblas0-pthread
+  # interop check: OpenCV DNN loads our ONNX exports (Debian's python)
+  python3-opencv
 )
 
 missing=()
