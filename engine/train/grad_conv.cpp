@@ -1,0 +1,308 @@
+// Conv (2-D, groups, stride, padding, dilation) in training: forward and backward on the fast
+// GEMM (engine/kernels/gemm.h). Per image and group, with col = im2col(x) [K = Cg·kh·kw, P = OH·OW]:
+//   forward      y  = W·col + b                    (a 1×1, stride-1 conv uses x itself as col)
+//   weight grad  dW += dy·colᵀ                     (a GEMM with K = P, accumulated over images)
+//   input grad   dx  = col2im(Wᵀ·dy)
+//   bias grad    db  = Σ dy
+// Images are split into one contiguous chunk per thread; each chunk accumulates its own partial
+// dW, summed at the end, so results do not depend on scheduling. Depthwise convolutions (one
+// input channel per group) run direct loops instead: a GEMM with one row wastes the micro-kernel.
+#include <algorithm>
+#include <cstring>
+
+#include "engine/kernels/gemm.h"
+#include "engine/ops/nn_common.h"
+#include "engine/train/autograd.h"
+
+namespace xnn::train {
+namespace {
+
+using kernels::GemmEpilogue;
+using kernels::MatrixRef;
+
+struct ConvGeom {
+  int64_t n, c, h, w, m, groups, cg, mg, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+  int64_t k() const { return cg * kh * kw; }
+  int64_t p() const { return oh * ow; }
+  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+  bool depthwise() const { return cg == 1 && groups > 1; }
+};
+
+ConvGeom conv_geometry(const Node& node, const Tensor& x, const Tensor& wt) {
+  if (x.rank() != 4) {
+    throw UnsupportedError("training: " + node.describe() +
+                           ": only 2-D convolutions (input N×C×H×W) can be trained, got input " + shape_str(x.shape()));
+  }
+  if (x.dtype() != DType::kF32) throw UnsupportedError("training: " + node.describe() + ": only f32 convolutions can be trained");
+  ConvGeom g{};
+  g.n = x.dim(0), g.c = x.dim(1), g.h = x.dim(2), g.w = x.dim(3);
+  g.m = wt.dim(0), g.groups = node.attr_int("group", 1), g.cg = wt.dim(1), g.mg = g.m / g.groups;
+  g.kh = wt.dim(2), g.kw = wt.dim(3);
+  const WindowGeometry wg = window_geometry(node, {g.h, g.w}, {g.kh, g.kw}, false);
+  g.oh = wg.out[0], g.ow = wg.out[1];
+  g.sh = wg.strides[0], g.sw = wg.strides[1];
+  g.ph = wg.pads_begin[0], g.pw = wg.pads_begin[1];
+  g.dh = wg.dilations[0], g.dw = wg.dilations[1];
+  return g;
+}
+
+// col[K×P] from the cg channels of one image starting at `x` (channel stride h·w).
+void im2col(const ConvGeom& g, const float* x, float* col) {
+  for (int64_t c = 0; c < g.cg; ++c) {
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        float* row = col + ((c * g.kh + ki) * g.kw + kj) * g.p();
+        const IndexRange cols = valid_range(kj * g.dw - g.pw, g.sw, g.w, g.ow);
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          float* out = row + oy * g.ow;
+          const int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+          if (iy < 0 || iy >= g.h) {
+            std::memset(out, 0, static_cast<size_t>(g.ow) * sizeof(float));
+            continue;
+          }
+          const float* in = x + (c * g.h + iy) * g.w + kj * g.dw - g.pw;
+          for (int64_t ox = 0; ox < cols.begin; ++ox) out[ox] = 0;
+          if (g.sw == 1) {
+            std::memcpy(out + cols.begin, in + cols.begin, static_cast<size_t>(cols.size()) * sizeof(float));
+          } else {
+            for (int64_t ox = cols.begin; ox < cols.end; ++ox) out[ox] = in[ox * g.sw];
+          }
+          for (int64_t ox = cols.end; ox < g.ow; ++ox) out[ox] = 0;
+        }
+      }
+    }
+  }
+}
+
+// dx += col2im(dcol): the adjoint of im2col.
+void col2im_add(const ConvGeom& g, const float* col, float* dx) {
+  for (int64_t c = 0; c < g.cg; ++c) {
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const float* row = col + ((c * g.kh + ki) * g.kw + kj) * g.p();
+        const IndexRange cols = valid_range(kj * g.dw - g.pw, g.sw, g.w, g.ow);
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          const int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          const float* src = row + oy * g.ow;
+          float* out = dx + (c * g.h + iy) * g.w + kj * g.dw - g.pw;
+          for (int64_t ox = cols.begin; ox < cols.end; ++ox) out[ox * g.sw] += src[ox];
+        }
+      }
+    }
+  }
+}
+
+// Contiguous image ranges, one per thread (fewer when the batch is small).
+int64_t chunk_count(ThreadPool* pool, int64_t n) { return std::max<int64_t>(1, std::min<int64_t>(pool ? pool->threads() : 1, n)); }
+std::pair<int64_t, int64_t> chunk_range(int64_t chunk, int64_t chunks, int64_t n) {
+  return {n * chunk / chunks, n * (chunk + 1) / chunks};
+}
+
+// ---- depthwise: direct loops over each (image, output channel) plane ----
+
+void depthwise_forward(const ConvGeom& g, const float* x, const float* wt, const float* bias, float* y, ThreadPool* pool) {
+  parallel_for(pool, g.n * g.m, [&](int64_t nm) {
+    const int64_t n = nm / g.m, m = nm % g.m, c = m / g.mg;
+    const float* xp = x + (n * g.c + c) * g.h * g.w;
+    const float* wp = wt + m * g.kh * g.kw;
+    float* yp = y + (n * g.m + m) * g.p();
+    const float b = bias ? bias[m] : 0.0f;
+    for (int64_t i = 0; i < g.p(); ++i) yp[i] = b;
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const float wv = wp[ki * g.kw + kj];
+        const IndexRange cols = valid_range(kj * g.dw - g.pw, g.sw, g.w, g.ow);
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          const int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          const float* in = xp + iy * g.w + kj * g.dw - g.pw;
+          float* out = yp + oy * g.ow;
+          for (int64_t ox = cols.begin; ox < cols.end; ++ox) out[ox] += wv * in[ox * g.sw];
+        }
+      }
+    }
+  });
+}
+
+void depthwise_backward(const ConvGeom& g, const float* x, const float* wt, const float* dy, float* dx, float* dw,
+                        float* db, ThreadPool* pool) {
+  if (dx) {
+    std::memset(dx, 0, static_cast<size_t>(g.n * g.c * g.h * g.w) * sizeof(float));
+    // One task per (image, input channel): it owns that dx plane, summing its mg output channels.
+    parallel_for(pool, g.n * g.c, [&](int64_t nc) {
+      const int64_t n = nc / g.c, c = nc % g.c;
+      float* dxp = dx + nc * g.h * g.w;
+      for (int64_t m = c * g.mg; m < (c + 1) * g.mg; ++m) {
+        const float* wp = wt + m * g.kh * g.kw;
+        const float* dyp = dy + (n * g.m + m) * g.p();
+        for (int64_t ki = 0; ki < g.kh; ++ki) {
+          for (int64_t kj = 0; kj < g.kw; ++kj) {
+            const float wv = wp[ki * g.kw + kj];
+            const IndexRange cols = valid_range(kj * g.dw - g.pw, g.sw, g.w, g.ow);
+            for (int64_t oy = 0; oy < g.oh; ++oy) {
+              const int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+              if (iy < 0 || iy >= g.h) continue;
+              float* out = dxp + iy * g.w + kj * g.dw - g.pw;
+              const float* src = dyp + oy * g.ow;
+              for (int64_t ox = cols.begin; ox < cols.end; ++ox) out[ox * g.sw] += wv * src[ox];
+            }
+          }
+        }
+      }
+    });
+  }
+  if (dw || db) {
+    // One task per output channel: it sums over the whole batch, so no reduction is needed.
+    parallel_for(pool, g.m, [&](int64_t m) {
+      const int64_t c = m / g.mg;
+      float* dwp = dw ? dw + m * g.kh * g.kw : nullptr;
+      if (dwp) std::fill(dwp, dwp + g.kh * g.kw, 0.0f);
+      double bsum = 0;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const float* xp = x + (n * g.c + c) * g.h * g.w;
+        const float* dyp = dy + (n * g.m + m) * g.p();
+        if (db)
+          for (int64_t i = 0; i < g.p(); ++i) bsum += dyp[i];
+        if (!dwp) continue;
+        for (int64_t ki = 0; ki < g.kh; ++ki) {
+          for (int64_t kj = 0; kj < g.kw; ++kj) {
+            const IndexRange cols = valid_range(kj * g.dw - g.pw, g.sw, g.w, g.ow);
+            float acc = 0;
+            for (int64_t oy = 0; oy < g.oh; ++oy) {
+              const int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+              if (iy < 0 || iy >= g.h) continue;
+              const float* in = xp + iy * g.w + kj * g.dw - g.pw;
+              const float* src = dyp + oy * g.ow;
+              for (int64_t ox = cols.begin; ox < cols.end; ++ox) acc += src[ox] * in[ox * g.sw];
+            }
+            dwp[ki * g.kw + kj] += acc;
+          }
+        }
+      }
+      if (db) db[m] = static_cast<float>(bsum);
+    });
+  }
+}
+
+// ---- general (grouped) convolution on the GEMM ----
+
+const Tensor* optional_input(std::span<const Tensor* const> inputs, size_t i) {
+  return i < inputs.size() && inputs[i] && inputs[i]->defined() ? inputs[i] : nullptr;
+}
+
+void conv_forward(ForwardContext& c) {
+  const Tensor& x = *c.inputs[0];
+  const Tensor& wt = *c.inputs[1];
+  const Tensor* b = optional_input(c.inputs, 2);
+  Tensor& y = *c.outputs[0];
+  const ConvGeom g = conv_geometry(c.node, x, wt);
+  const float* xp = x.data<float>();
+  const float* wp = wt.data<float>();
+  const float* bp = b ? b->data<float>() : nullptr;
+  float* yp = y.data<float>();
+  if (g.depthwise()) return depthwise_forward(g, xp, wp, bp, yp, c.pool);
+  const int64_t chunks = chunk_count(c.pool, g.n);
+  if (!g.pointwise())
+    for (int64_t t = 0; t < chunks; ++t) c.state.slot(static_cast<size_t>(t), DType::kF32, {g.k(), g.p()});
+  parallel_for(c.pool, chunks, [&](int64_t t) {
+    const auto [n0, n1] = chunk_range(t, chunks, g.n);
+    float* col = g.pointwise() ? nullptr : c.state.saved[static_cast<size_t>(t)].data<float>();
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* xg = xp + (n * g.c + grp * g.cg) * g.h * g.w;
+        MatrixRef bref{xg, g.p(), 1};
+        if (col) {
+          im2col(g, xg, col);
+          bref = MatrixRef{col, g.p(), 1};
+        }
+        GemmEpilogue ep;
+        ep.bias = bp ? bp + grp * g.mg : nullptr;
+        kernels::f32_gemm(g.mg, g.p(), g.k(), MatrixRef{wp + grp * g.mg * g.k(), g.k(), 1}, bref,
+                          yp + (n * g.m + grp * g.mg) * g.p(), g.p(), ep, nullptr);
+      }
+    }
+  });
+}
+
+void conv_backward(BackwardContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& wt = c.input(1);
+  const ConvGeom g = conv_geometry(c.node, x, wt);
+  const float* xp = x.data<float>();
+  const float* wp = wt.data<float>();
+  const float* dyp = c.grad_output(0).data<float>();
+  float* dx = c.wants(0) ? c.grad_input(0).data<float>() : nullptr;
+  float* dw = c.wants(1) ? c.grad_input(1).data<float>() : nullptr;
+  float* db = c.wants(2) ? c.grad_input(2).data<float>() : nullptr;
+  if (g.depthwise()) return depthwise_backward(g, xp, wp, dyp, dx, dw, db, c.pool);
+
+  const int64_t chunks = chunk_count(c.pool, g.n);
+  // Slots: [0, chunks) im2col buffers, [chunks, 2·chunks) col gradients, [2·chunks, 3·chunks)
+  // per-chunk partial dW. Allocated here, on the calling thread, before the parallel region.
+  for (int64_t t = 0; t < chunks; ++t) {
+    if (!g.pointwise()) {
+      c.state.slot(static_cast<size_t>(t), DType::kF32, {g.k(), g.p()});
+      c.state.slot(static_cast<size_t>(chunks + t), DType::kF32, {g.k(), g.p()});
+    }
+    if (dw) c.state.slot(static_cast<size_t>(2 * chunks + t), DType::kF32, {g.m, g.k()});
+  }
+  if (dx) std::memset(dx, 0, x.nbytes());
+  parallel_for(c.pool, chunks, [&](int64_t t) {
+    const auto [n0, n1] = chunk_range(t, chunks, g.n);
+    float* col = g.pointwise() ? nullptr : c.state.saved[static_cast<size_t>(t)].data<float>();
+    float* dcol = g.pointwise() ? nullptr : c.state.saved[static_cast<size_t>(chunks + t)].data<float>();
+    float* dw_part = dw ? c.state.saved[static_cast<size_t>(2 * chunks + t)].data<float>() : nullptr;
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* xg = xp + (n * g.c + grp * g.cg) * g.h * g.w;
+        const float* dyg = dyp + (n * g.m + grp * g.mg) * g.p();
+        const float* wg = wp + grp * g.mg * g.k();
+        if (dw_part) {
+          const float* colp = xg;
+          if (col) {
+            im2col(g, xg, col);
+            colp = col;
+          }
+          float* dwg = dw_part + grp * g.mg * g.k();
+          GemmEpilogue ep;
+          if (n > n0) {  // accumulate over this chunk's images: dW_part = dy·colᵀ + dW_part
+            ep.residual = dwg;
+            ep.ldr = g.k();
+          }
+          kernels::f32_gemm(g.mg, g.k(), g.p(), MatrixRef{dyg, g.p(), 1}, MatrixRef{colp, 1, g.p()}, dwg, g.k(), ep, nullptr);
+        }
+        if (dx) {
+          float* dxg = dx + (n * g.c + grp * g.cg) * g.h * g.w;
+          // Wᵀ·dy: straight into dx for a pointwise conv, else through col2im.
+          float* dst = dcol ? dcol : dxg;
+          kernels::f32_gemm(g.k(), g.p(), g.mg, MatrixRef{wg, 1, g.k()}, MatrixRef{dyg, g.p(), 1}, dst, g.p(), GemmEpilogue{}, nullptr);
+          if (dcol) col2im_add(g, dcol, dxg);
+        }
+      }
+    }
+  });
+  if (dw) {
+    std::memcpy(dw, c.state.saved[static_cast<size_t>(2 * chunks)].data<float>(), wt.nbytes());
+    for (int64_t t = 1; t < chunks; ++t) {
+      const float* part = c.state.saved[static_cast<size_t>(2 * chunks + t)].data<float>();
+      for (int64_t i = 0; i < wt.numel(); ++i) dw[i] += part[i];
+    }
+  }
+  if (db) {
+    for (int64_t m = 0; m < g.m; ++m) {
+      double s = 0;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const float* row = dyp + (n * g.m + m) * g.p();
+        for (int64_t i = 0; i < g.p(); ++i) s += row[i];
+      }
+      db[m] = static_cast<float>(s);
+    }
+  }
+}
+
+}  // namespace
+
+void register_conv_grads(GradRegistry& r) { r.add({"Conv", {0, 1, 2}, conv_forward, conv_backward}); }
+
+}  // namespace xnn::train

@@ -1,0 +1,90 @@
+// TrainingSession: forward, softmax cross-entropy loss and backward over a model's graph, with
+// the model's float initialisers as trainable parameters (updated in place, so the graph is the
+// trained model afterwards: saving or exporting it needs no copy-back).
+//
+// Like the inference Session, preparation is split from execution: prepare() for one input
+// shape infers every shape, allocates every activation, gradient and saved tensor once, and
+// decides which values need gradients; a step then only runs kernels. Batches of a new shape
+// (the last, partial batch of an epoch; an evaluation batch) get their own plan, kept for reuse.
+//
+// Training keeps every activation alive until the backward pass, so it does not use the
+// inference memory planner; the models trained on-device are small.
+#pragma once
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/graph.h"
+#include "engine/core/thread_pool.h"
+#include "engine/train/autograd.h"
+#include "engine/train/parameter.h"
+
+namespace xnn::train {
+
+struct TrainingOptions {
+  int threads = 1;
+  uint64_t seed = 0;             // dropout masks; with the same threads a run is reproducible
+  float label_smoothing = 0.0f;  // as torch.nn.CrossEntropyLoss(label_smoothing=...)
+};
+
+struct StepResult {
+  float loss = 0;        // mean softmax cross-entropy over the batch
+  int64_t correct = 0;   // top-1 hits in the batch (from the training-mode logits)
+  int64_t count = 0;
+};
+
+// Mean softmax cross-entropy of logits [N, K] against labels (i64 [N]); writes d(loss)/d(logits)
+// into `grad` (shaped like logits) when it is non-null. `correct` receives the top-1 hits.
+float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, Tensor* grad,
+                            int64_t* correct);
+
+class TrainingSession {
+ public:
+  // Float initialisers of rank >= 1 that feed a differentiable input become parameters (so a
+  // BatchNorm's running statistics, shape tensors and indices do not). The graph must have one
+  // runtime input; its first output gives the logits (if that output is a Softmax or LogSoftmax,
+  // the loss is taken on its input, which is what the model was trained to produce).
+  TrainingSession(std::shared_ptr<Model> model, TrainingOptions options = {});
+  ~TrainingSession();
+
+  std::span<Parameter> parameters() { return params_; }
+  const Model& model() const { return *model_; }
+  ThreadPool* pool() { return pool_.get(); }
+  int64_t parameter_count() const;
+
+  // Forward in training mode, loss, backward: every Parameter::grad holds d(loss)/d(param).
+  StepResult train_step(const Tensor& input, const Tensor& labels);
+  // The training-mode loss alone (no backward, the step counter unchanged, so Dropout draws the
+  // same mask as the next train_step would): what gradient checks difference.
+  float training_loss(const Tensor& input, const Tensor& labels);
+  // Inference-mode forward (running statistics, no dropout) up to the logits (a trailing Softmax
+  // is not run). The returned logits stay valid until the next call.
+  const Tensor& predict(const Tensor& input);
+  int64_t steps_taken() const { return steps_; }
+  void set_steps_taken(int64_t steps) { steps_ = steps; }  // for resumed runs (dropout draws)
+
+  // The value the loss is taken on (the first graph output, or the input of a trailing Softmax).
+  const std::string& logits_value_name() const;
+
+ private:
+  struct Plan;
+  Plan& plan_for(const Shape& input_shape);
+  void forward(Plan& plan, const Tensor& input, bool training);
+  void backward(Plan& plan);
+
+  std::shared_ptr<Model> model_;
+  TrainingOptions options_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<Parameter> params_;
+  std::map<int, size_t> param_of_value_;  // value index -> params_ index
+  int input_value_ = -1;
+  int logits_value_ = -1;
+  int last_node_ = -1;  // nodes after this one (a trailing Softmax) are skipped in training
+  std::map<Shape, std::unique_ptr<Plan>> plans_;
+  std::vector<NodeState> node_state_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace xnn::train
