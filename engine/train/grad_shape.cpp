@@ -1,6 +1,6 @@
 // Backward of the ops that move data without arithmetic: views (Reshape, Flatten, Squeeze,
 // Unsqueeze, Identity), Transpose, Concat, Gather (embedding lookup: a scatter-add) and Dropout
-// (whose training forward draws the mask here).
+// (whose training forward draws the mask here), constant-mode Pad.
 #include <cstring>
 
 #include "engine/train/autograd.h"
@@ -127,6 +127,44 @@ void gather_grad(BackwardContext& c) {
   }
 }
 
+// Constant-mode Pad: the gradient of the input is the matching window of the output gradient
+// (zero where a negative pad cropped the input away).
+void pad_grad(BackwardContext& c) {
+  if (!c.wants(0)) return;
+  const std::string mode = c.node.attr_string("mode", "constant");
+  if (mode != "constant") c.unsupported("Pad mode '" + mode + "' has no backward (only 'constant')");
+  const Tensor& x = c.input(0);
+  const Tensor& dy = c.grad_output(0);
+  const int rank = x.rank();
+  std::vector<int64_t> pads = c.input(1).to_int_vector();
+  std::vector<int64_t> begin(static_cast<size_t>(rank), 0);
+  if (c.has_input(3)) {  // opset 18 axes
+    const std::vector<int64_t> axes = c.input(3).to_int_vector();
+    for (size_t i = 0; i < axes.size(); ++i) begin[static_cast<size_t>(norm_axis(axes[i], rank))] = pads[i];
+  } else {
+    for (int d = 0; d < rank; ++d) begin[static_cast<size_t>(d)] = pads[static_cast<size_t>(d)];
+  }
+  float* dx = c.grad_input(0).data<float>();
+  const float* g = dy.data<float>();
+  std::vector<int64_t> ystride(static_cast<size_t>(rank), 1);
+  for (int d = rank - 2; d >= 0; --d) ystride[static_cast<size_t>(d)] = ystride[static_cast<size_t>(d + 1)] * dy.dim(d + 1);
+  std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    int64_t off = 0;
+    bool inside = true;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t yi = idx[static_cast<size_t>(d)] + begin[static_cast<size_t>(d)];
+      if (yi < 0 || yi >= dy.dim(d)) inside = false;
+      off += yi * ystride[static_cast<size_t>(d)];
+    }
+    dx[i] = inside ? g[off] : 0.0f;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < x.dim(d)) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 void register_shape_grads(GradRegistry& r) {
@@ -143,6 +181,7 @@ void register_shape_grads(GradRegistry& r) {
   for (int i = 0; i < 64; ++i) every_input[static_cast<size_t>(i)] = i;
   r.add({"Concat", every_input, {}, concat_grad});
   r.add({"Gather", {0}, {}, gather_grad});
+  r.add({"Pad", {0}, {}, pad_grad});
 }
 
 }  // namespace xnn::train

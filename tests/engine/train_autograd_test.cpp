@@ -312,7 +312,7 @@ TEST(AutogradPool, MaxAverageGlobal) {
   }
 }
 
-TEST(AutogradShape, ConcatTransposeReshapeGather) {
+TEST(AutogradShape, ConcatTransposeReshapePadGather) {
   {
     GraphBuilder b;
     const int p = b.param("p", {b.batch, 2, 3});
@@ -329,6 +329,14 @@ TEST(AutogradShape, ConcatTransposeReshapeGather) {
     const int r = b.node("Reshape", {t, shape});
     b.finish(r, 24);
     check_gradients(b, 24, "Transpose+Reshape");
+  }
+  {
+    GraphBuilder b;
+    const int p = b.param("p", {b.batch, 2, 3});
+    const int pads = b.constant("pads", Tensor::from_vector<int64_t>({0, 1, -1, 0, 0, 2}, {6}));
+    const int y = b.node("Pad", {p, pads});  // pads 1 before dim 1, crops 1 off dim 2, 2 after it
+    b.finish(y, 3 * 4);
+    check_gradients(b, 12, "Pad");
   }
   {
     GraphBuilder b;
