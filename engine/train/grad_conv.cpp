@@ -205,6 +205,10 @@ void conv_forward(ForwardContext& c) {
   const int64_t chunks = chunk_count(c.pool, g.n);
   if (!g.pointwise())
     for (int64_t t = 0; t < chunks; ++t) c.state.slot(static_cast<size_t>(t), DType::kF32, {g.k(), g.p()});
+  // The weights change every step, but within a step all images share them: pack once.
+  std::vector<kernels::PackedA> packed;
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    packed.emplace_back(g.mg, g.k(), MatrixRef{wp + grp * g.mg * g.k(), g.k(), 1}, kernels::best_isa());
   parallel_for(c.pool, chunks, [&](int64_t t) {
     const auto [n0, n1] = chunk_range(t, chunks, g.n);
     float* col = g.pointwise() ? nullptr : c.state.saved[static_cast<size_t>(t)].data<float>();
@@ -218,8 +222,8 @@ void conv_forward(ForwardContext& c) {
         }
         GemmEpilogue ep;
         ep.bias = bp ? bp + grp * g.mg : nullptr;
-        kernels::f32_gemm(g.mg, g.p(), g.k(), MatrixRef{wp + grp * g.mg * g.k(), g.k(), 1}, bref,
-                          yp + (n * g.m + grp * g.mg) * g.p(), g.p(), ep, nullptr);
+        kernels::f32_gemm(packed[static_cast<size_t>(grp)], g.p(), bref, yp + (n * g.m + grp * g.mg) * g.p(), g.p(), ep,
+                          nullptr);
       }
     }
   });
@@ -248,6 +252,10 @@ void conv_backward(BackwardContext& c) {
     if (dw) c.state.slot(static_cast<size_t>(2 * chunks + t), DType::kF32, {g.m, g.k()});
   }
   if (dx) std::memset(dx, 0, x.nbytes());
+  std::vector<kernels::PackedA> packed_wt;  // Wᵀ per group, shared by every image
+  if (dx)
+    for (int64_t grp = 0; grp < g.groups; ++grp)
+      packed_wt.emplace_back(g.k(), g.mg, MatrixRef{wp + grp * g.mg * g.k(), 1, g.k()}, kernels::best_isa());
   parallel_for(c.pool, chunks, [&](int64_t t) {
     const auto [n0, n1] = chunk_range(t, chunks, g.n);
     float* col = g.pointwise() ? nullptr : c.state.saved[static_cast<size_t>(t)].data<float>();
@@ -276,7 +284,8 @@ void conv_backward(BackwardContext& c) {
           float* dxg = dx + (n * g.c + grp * g.cg) * g.h * g.w;
           // Wᵀ·dy: straight into dx for a pointwise conv, else through col2im.
           float* dst = dcol ? dcol : dxg;
-          kernels::f32_gemm(g.k(), g.p(), g.mg, MatrixRef{wg, 1, g.k()}, MatrixRef{dyg, g.p(), 1}, dst, g.p(), GemmEpilogue{}, nullptr);
+          kernels::f32_gemm(packed_wt[static_cast<size_t>(grp)], g.p(), MatrixRef{dyg, g.p(), 1}, dst, g.p(), GemmEpilogue{},
+                            nullptr);
           if (dcol) col2im_add(g, dcol, dxg);
         }
       }

@@ -16,6 +16,21 @@ struct BnGeom {
   int64_t count() const { return n * inner; }
 };
 
+// Σ f(i) over [0, n) with eight independent partial sums, so the loop vectorises without
+// -ffast-math (a single float accumulator is a serial dependency the compiler must keep).
+template <typename F>
+float lane_sum(int64_t n, F&& f) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += f(i + j);
+  float s = 0;
+  for (; i < n; ++i) s += f(i);
+  for (int j = 0; j < 8; ++j) s += acc[j];
+  return s;
+}
+float row_sum(const float* p, int64_t n) { return lane_sum(n, [p](int64_t i) { return p[i]; }); }
+
 BnGeom bn_geometry(const Node& node, const Tensor& x) {
   if (x.rank() < 2 || x.dtype() != DType::kF32) {
     throw UnsupportedError("training: " + node.describe() + ": BatchNormalization needs f32 input of rank >= 2");
@@ -42,16 +57,16 @@ void bn_forward(ForwardContext& c) {
   parallel_for(c.pool, g.c, [&](int64_t ch) {
     float mu, istd;
     if (training) {
+      // Float sums per row (vectorised), double across rows: accurate enough for a batch of
+      // images, several times faster than double throughout.
       double s = 0;
-      for (int64_t n = 0; n < g.n; ++n) {
-        const float* row = xp + (n * g.c + ch) * g.inner;
-        for (int64_t i = 0; i < g.inner; ++i) s += row[i];
-      }
+      for (int64_t n = 0; n < g.n; ++n) s += row_sum(xp + (n * g.c + ch) * g.inner, g.inner);
       const double m = s / static_cast<double>(g.count());
       double ss = 0;
+      const float mf = static_cast<float>(m);
       for (int64_t n = 0; n < g.n; ++n) {
         const float* row = xp + (n * g.c + ch) * g.inner;
-        for (int64_t i = 0; i < g.inner; ++i) ss += (row[i] - m) * (row[i] - m);
+        ss += lane_sum(g.inner, [row, mf](int64_t i) { return (row[i] - mf) * (row[i] - mf); });
       }
       const double var = ss / static_cast<double>(g.count());
       mu = static_cast<float>(m);
@@ -92,10 +107,8 @@ void bn_backward(BackwardContext& c) {
     for (int64_t n = 0; n < g.n; ++n) {
       const float* row = xp + (n * g.c + ch) * g.inner;
       const float* grow = dy + (n * g.c + ch) * g.inner;
-      for (int64_t i = 0; i < g.inner; ++i) {
-        sdy += grow[i];
-        sdyx += grow[i] * (row[i] - mu) * istd;
-      }
+      sdy += row_sum(grow, g.inner);
+      sdyx += static_cast<double>(lane_sum(g.inner, [row, grow, mu](int64_t i) { return grow[i] * (row[i] - mu); })) * istd;
     }
     if (dgamma) dgamma[ch] = static_cast<float>(sdyx);
     if (dbeta) dbeta[ch] = static_cast<float>(sdy);

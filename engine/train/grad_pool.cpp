@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/kernels/pooling.h"
 #include "engine/ops/nn_common.h"
+#include "engine/runtime/executor.h"
 #include "engine/train/autograd.h"
 
 namespace xnn::train {
@@ -26,21 +28,85 @@ PoolGeom pool_geometry(const Node& node, const Tensor& x) {
                   g.pads_end[0], g.pads_end[1]};
 }
 
+// Forward with the CPU backend's pooling kernels (what inference runs) where they apply: 2-D,
+// no dilation, the single-output form; anything else runs the reference kernel.
+bool fast_pool_applies(const ForwardContext& c) {
+  const Tensor& x = *c.inputs[0];
+  if (x.rank() != 4 || x.dtype() != DType::kF32 || c.outputs.size() != 1) return false;
+  for (int64_t d : c.node.attr_ints("dilations", {1, 1}))
+    if (d != 1) return false;
+  return true;
+}
+
+kernels::Pool2dParams pool2d_params(const PoolGeom& g) {
+  kernels::Pool2dParams p;
+  p.planes = g.planes;
+  p.in_h = g.h, p.in_w = g.w, p.out_h = g.oh, p.out_w = g.ow;
+  p.kernel_h = g.kh, p.kernel_w = g.kw, p.stride_h = g.sh, p.stride_w = g.sw;
+  p.pad_t = g.ph, p.pad_l = g.pw, p.pad_b = g.ph_end, p.pad_r = g.pw_end;
+  return p;
+}
+
+void run_reference(ForwardContext& c) {
+  KernelContext k(c.node, c.inputs, c.outputs, c.pool);
+  schema_for(OpRegistry::builtin(), c.node).reference(k);
+}
+
+void maxpool_forward(ForwardContext& c) {
+  if (!fast_pool_applies(c)) return run_reference(c);
+  const PoolGeom g = pool_geometry(c.node, *c.inputs[0]);
+  kernels::f32_maxpool2d(pool2d_params(g), c.inputs[0]->data<float>(), c.outputs[0]->data<float>(), c.pool,
+                         kernels::best_isa());
+}
+
+void avgpool_forward(ForwardContext& c) {
+  if (!fast_pool_applies(c)) return run_reference(c);
+  const PoolGeom g = pool_geometry(c.node, *c.inputs[0]);
+  kernels::f32_avgpool2d(pool2d_params(g), c.node.attr_int("count_include_pad", 0) != 0, c.inputs[0]->data<float>(),
+                         c.outputs[0]->data<float>(), c.pool, kernels::best_isa());
+}
+
 void maxpool_backward(BackwardContext& c) {
   if (!c.wants(0)) return;
   const PoolGeom g = pool_geometry(c.node, c.input(0));
   const float* x = c.input(0).data<float>();
   const float* dy = c.grad_output(0).data<float>();
   float* dx = c.grad_input(0).data<float>();
+  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1) {
+    // The common 2×2 stride-2 pool: windows tile the input, four compares per output.
+    parallel_for(c.pool, g.planes, [&](int64_t pl) {
+      const float* xp = x + pl * g.h * g.w;
+      const float* gp = dy + pl * g.oh * g.ow;
+      float* dp = dx + pl * g.h * g.w;
+      std::fill(dp, dp + g.h * g.w, 0.0f);
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        const float* r0 = xp + 2 * oy * g.w;
+        const float* r1 = r0 + g.w;
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          int64_t best = 2 * ox;
+          float bv = r0[best];
+          if (r0[2 * ox + 1] > bv) best = 2 * ox + 1, bv = r0[best];
+          if (r1[2 * ox] > bv) best = g.w + 2 * ox, bv = r1[2 * ox];
+          if (r1[2 * ox + 1] > bv) best = g.w + 2 * ox + 1;
+          dp[2 * oy * g.w + best] += gp[oy * g.ow + ox];
+        }
+      }
+    });
+    return;
+  }
+  // Window tap ranges per output row and column, shared by every plane.
+  std::vector<IndexRange> rows(static_cast<size_t>(g.oh)), cols(static_cast<size_t>(g.ow));
+  for (int64_t oy = 0; oy < g.oh; ++oy) rows[static_cast<size_t>(oy)] = valid_range(oy * g.sh - g.ph, g.dh, g.h, g.kh);
+  for (int64_t ox = 0; ox < g.ow; ++ox) cols[static_cast<size_t>(ox)] = valid_range(ox * g.sw - g.pw, g.dw, g.w, g.kw);
   parallel_for(c.pool, g.planes, [&](int64_t pl) {
     const float* xp = x + pl * g.h * g.w;
     const float* gp = dy + pl * g.oh * g.ow;
     float* dp = dx + pl * g.h * g.w;
     std::fill(dp, dp + g.h * g.w, 0.0f);
     for (int64_t oy = 0; oy < g.oh; ++oy) {
-      const IndexRange ry = valid_range(oy * g.sh - g.ph, g.dh, g.h, g.kh);
+      const IndexRange ry = rows[static_cast<size_t>(oy)];
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const IndexRange rx = valid_range(ox * g.sw - g.pw, g.dw, g.w, g.kw);
+        const IndexRange rx = cols[static_cast<size_t>(ox)];
         int64_t best = -1;
         float bv = 0;
         for (int64_t ky = ry.begin; ky < ry.end; ++ky) {
@@ -111,8 +177,8 @@ void global_maxpool_backward(BackwardContext& c) {
 }  // namespace
 
 void register_pool_grads(GradRegistry& r) {
-  r.add({"MaxPool", {0}, {}, maxpool_backward});
-  r.add({"AveragePool", {0}, {}, avgpool_backward});
+  r.add({"MaxPool", {0}, maxpool_forward, maxpool_backward});
+  r.add({"AveragePool", {0}, avgpool_forward, avgpool_backward});
   r.add({"GlobalAveragePool", {0}, {}, global_avgpool_backward});
   r.add({"GlobalMaxPool", {0}, {}, global_maxpool_backward});
 }
