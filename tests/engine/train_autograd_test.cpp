@@ -407,3 +407,35 @@ TEST(TrainingSession, RejectsOpsWithoutBackwardNamingTheNode) {
 
 }  // namespace
 }  // namespace xnn::train
+
+namespace xnn::train {
+namespace {
+
+// The parallel kernels (images split into per-thread chunks, partial weight gradients summed)
+// give the serial result up to float summation order.
+TEST(TrainingSession, ThreadsAgreeWithSerial) {
+  std::vector<std::vector<float>> grads[2];
+  for (int threads : {1, 2}) {
+    GraphBuilder b;
+    b.batch = 5;  // uneven chunks
+    const int x = b.param("x", {b.batch, 3, 8, 8});
+    const int w = b.param("w", {4, 3, 3, 3}, -0.5f, 0.5f);
+    const int c = b.node("Conv", {x, w}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+    const int dw = b.param("dw", {4, 1, 3, 3}, -0.5f, 0.5f);
+    const int d = b.node("Conv", {c, dw}, conv_attrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 4));
+    const int p = b.node("MaxPool", {d}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+    b.finish(p, 16);
+    TrainingSession s(b.model, TrainingOptions{threads, 0, 0.0f});
+    Tensor z(DType::kF32, {5, 16});
+    Tensor labels = Tensor::from_vector<int64_t>({0, 3, 5, 7, 9}, {5});
+    s.train_step(z, labels);
+    for (const Parameter& prm : s.parameters())
+      grads[threads - 1].emplace_back(prm.grad.data<float>(), prm.grad.data<float>() + prm.grad.numel());
+  }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (size_t i = 0; i < grads[0].size(); ++i)
+    for (size_t j = 0; j < grads[0][i].size(); ++j) EXPECT_NEAR(grads[0][i][j], grads[1][i][j], 1e-5);
+}
+
+}  // namespace
+}  // namespace xnn::train
