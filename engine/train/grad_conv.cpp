@@ -1,6 +1,7 @@
 // Conv (2-D, groups, stride, padding, dilation) in training: forward and backward on the fast
-// GEMM (engine/kernels/gemm.h). Per image and group, with col = im2col(x) [K = Cg·kh·kw, P = OH·OW]:
-//   forward      y  = W·col + b                    (a 1×1, stride-1 conv uses x itself as col)
+// GEMM (engine/kernels/gemm.h). Per image and group, with col = im2col(x) [K = Cg·kh·kw, P = OH·OW]
+// (several images' columns side by side when feature maps are small):
+//   forward      y  = W·col + b
 //   weight grad  dW += dy·colᵀ                     (a GEMM with K = P, accumulated over images)
 //   input grad   dx  = col2im(Wᵀ·dy)
 //   bias grad    db  = Σ dy
@@ -24,7 +25,6 @@ struct ConvGeom {
   int64_t n, c, h, w, m, groups, cg, mg, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
   int64_t k() const { return cg * kh * kw; }
   int64_t p() const { return oh * ow; }
-  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
   bool depthwise() const { return cg == 1 && groups > 1; }
 };
 
@@ -46,12 +46,12 @@ ConvGeom conv_geometry(const Node& node, const Tensor& x, const Tensor& wt) {
   return g;
 }
 
-// col[K×P] from the cg channels of one image starting at `x` (channel stride h·w).
-void im2col(const ConvGeom& g, const float* x, float* col) {
+// col[K×P] (row stride ld) from the cg channels of one image starting at `x` (channel stride h·w).
+void im2col(const ConvGeom& g, const float* x, float* col, int64_t ld) {
   for (int64_t c = 0; c < g.cg; ++c) {
     for (int64_t ki = 0; ki < g.kh; ++ki) {
       for (int64_t kj = 0; kj < g.kw; ++kj) {
-        float* row = col + ((c * g.kh + ki) * g.kw + kj) * g.p();
+        float* row = col + ((c * g.kh + ki) * g.kw + kj) * ld;
         const IndexRange cols = valid_range(kj * g.dw - g.pw, g.sw, g.w, g.ow);
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           float* out = row + oy * g.ow;
@@ -74,12 +74,12 @@ void im2col(const ConvGeom& g, const float* x, float* col) {
   }
 }
 
-// dx += col2im(dcol): the adjoint of im2col.
-void col2im_add(const ConvGeom& g, const float* col, float* dx) {
+// dx += col2im(dcol): the adjoint of im2col (dcol row stride ld).
+void col2im_add(const ConvGeom& g, const float* col, float* dx, int64_t ld) {
   for (int64_t c = 0; c < g.cg; ++c) {
     for (int64_t ki = 0; ki < g.kh; ++ki) {
       for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const float* row = col + ((c * g.kh + ki) * g.kw + kj) * g.p();
+        const float* row = col + ((c * g.kh + ki) * g.kw + kj) * ld;
         const IndexRange cols = valid_range(kj * g.dw - g.pw, g.sw, g.w, g.ow);
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           const int64_t iy = oy * g.sh - g.ph + ki * g.dh;
@@ -191,6 +191,17 @@ const Tensor* optional_input(std::span<const Tensor* const> inputs, size_t i) {
   return i < inputs.size() && inputs[i] && inputs[i]->defined() ? inputs[i] : nullptr;
 }
 
+// Images per GEMM: small feature maps (7×7 = 49 columns) starve the micro-kernel, so several
+// images' columns are laid side by side ([K × B·P]) until a GEMM has about 1024 columns.
+int64_t images_per_gemm(const ConvGeom& g, int64_t chunk_images) {
+  return std::clamp<int64_t>((1024 + g.p() - 1) / g.p(), 1, std::max<int64_t>(chunk_images, 1));
+}
+
+// Per-chunk scratch slots: col [K × B·P], its gradient, and an [M × B·P] buffer for the
+// GEMM output (forward) or the gathered output gradient (backward).
+enum Slot : size_t { kCol = 0, kDcol = 1, kRows = 2, kDwPart = 3, kSlotsPerChunk = 4 };
+size_t slot_of(int64_t chunk, Slot s) { return static_cast<size_t>(chunk) * kSlotsPerChunk + s; }
+
 void conv_forward(ForwardContext& c) {
   const Tensor& x = *c.inputs[0];
   const Tensor& wt = *c.inputs[1];
@@ -203,27 +214,30 @@ void conv_forward(ForwardContext& c) {
   float* yp = y.data<float>();
   if (g.depthwise()) return depthwise_forward(g, xp, wp, bp, yp, c.pool);
   const int64_t chunks = chunk_count(c.pool, g.n);
-  if (!g.pointwise())
-    for (int64_t t = 0; t < chunks; ++t) c.state.slot(static_cast<size_t>(t), DType::kF32, {g.k(), g.p()});
+  const int64_t batch = images_per_gemm(g, (g.n + chunks - 1) / chunks);
+  for (int64_t t = 0; t < chunks; ++t) {
+    c.state.slot(slot_of(t, kCol), DType::kF32, {g.k(), batch * g.p()});
+    c.state.slot(slot_of(t, kRows), DType::kF32, {g.mg, batch * g.p()});
+  }
   // The weights change every step, but within a step all images share them: pack once.
   std::vector<kernels::PackedA> packed;
   for (int64_t grp = 0; grp < g.groups; ++grp)
     packed.emplace_back(g.mg, g.k(), MatrixRef{wp + grp * g.mg * g.k(), g.k(), 1}, kernels::best_isa());
   parallel_for(c.pool, chunks, [&](int64_t t) {
     const auto [n0, n1] = chunk_range(t, chunks, g.n);
-    float* col = g.pointwise() ? nullptr : c.state.saved[static_cast<size_t>(t)].data<float>();
-    for (int64_t n = n0; n < n1; ++n) {
+    float* col = c.state.saved[slot_of(t, kCol)].data<float>();
+    float* rows = c.state.saved[slot_of(t, kRows)].data<float>();
+    for (int64_t nb = n0; nb < n1; nb += batch) {
+      const int64_t cnt = std::min(batch, n1 - nb), ld = cnt * g.p();
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const float* xg = xp + (n * g.c + grp * g.cg) * g.h * g.w;
-        MatrixRef bref{xg, g.p(), 1};
-        if (col) {
-          im2col(g, xg, col);
-          bref = MatrixRef{col, g.p(), 1};
-        }
+        for (int64_t i = 0; i < cnt; ++i) im2col(g, xp + ((nb + i) * g.c + grp * g.cg) * g.h * g.w, col + i * g.p(), ld);
         GemmEpilogue ep;
         ep.bias = bp ? bp + grp * g.mg : nullptr;
-        kernels::f32_gemm(packed[static_cast<size_t>(grp)], g.p(), bref, yp + (n * g.m + grp * g.mg) * g.p(), g.p(), ep,
-                          nullptr);
+        kernels::f32_gemm(packed[static_cast<size_t>(grp)], ld, MatrixRef{col, ld, 1}, rows, ld, ep, nullptr);
+        for (int64_t i = 0; i < cnt; ++i)
+          for (int64_t m = 0; m < g.mg; ++m)
+            std::memcpy(yp + ((nb + i) * g.m + grp * g.mg + m) * g.p(), rows + m * ld + i * g.p(),
+                        static_cast<size_t>(g.p()) * sizeof(float));
       }
     }
   });
@@ -242,14 +256,13 @@ void conv_backward(BackwardContext& c) {
   if (g.depthwise()) return depthwise_backward(g, xp, wp, dyp, dx, dw, db, c.pool);
 
   const int64_t chunks = chunk_count(c.pool, g.n);
-  // Slots: [0, chunks) im2col buffers, [chunks, 2·chunks) col gradients, [2·chunks, 3·chunks)
-  // per-chunk partial dW. Allocated here, on the calling thread, before the parallel region.
+  const int64_t batch = images_per_gemm(g, (g.n + chunks - 1) / chunks);
+  // Allocated here, on the calling thread, before the parallel region.
   for (int64_t t = 0; t < chunks; ++t) {
-    if (!g.pointwise()) {
-      c.state.slot(static_cast<size_t>(t), DType::kF32, {g.k(), g.p()});
-      c.state.slot(static_cast<size_t>(chunks + t), DType::kF32, {g.k(), g.p()});
-    }
-    if (dw) c.state.slot(static_cast<size_t>(2 * chunks + t), DType::kF32, {g.m, g.k()});
+    c.state.slot(slot_of(t, kCol), DType::kF32, {g.k(), batch * g.p()});
+    c.state.slot(slot_of(t, kDcol), DType::kF32, {g.k(), batch * g.p()});
+    c.state.slot(slot_of(t, kRows), DType::kF32, {g.mg, batch * g.p()});
+    if (dw) c.state.slot(slot_of(t, kDwPart), DType::kF32, {g.m, g.k()});
   }
   if (dx) std::memset(dx, 0, x.nbytes());
   std::vector<kernels::PackedA> packed_wt;  // Wᵀ per group, shared by every image
@@ -258,43 +271,42 @@ void conv_backward(BackwardContext& c) {
       packed_wt.emplace_back(g.k(), g.mg, MatrixRef{wp + grp * g.mg * g.k(), 1, g.k()}, kernels::best_isa());
   parallel_for(c.pool, chunks, [&](int64_t t) {
     const auto [n0, n1] = chunk_range(t, chunks, g.n);
-    float* col = g.pointwise() ? nullptr : c.state.saved[static_cast<size_t>(t)].data<float>();
-    float* dcol = g.pointwise() ? nullptr : c.state.saved[static_cast<size_t>(chunks + t)].data<float>();
-    float* dw_part = dw ? c.state.saved[static_cast<size_t>(2 * chunks + t)].data<float>() : nullptr;
-    for (int64_t n = n0; n < n1; ++n) {
+    float* col = c.state.saved[slot_of(t, kCol)].data<float>();
+    float* dcol = c.state.saved[slot_of(t, kDcol)].data<float>();
+    float* rows = c.state.saved[slot_of(t, kRows)].data<float>();
+    float* dw_part = dw ? c.state.saved[slot_of(t, kDwPart)].data<float>() : nullptr;
+    for (int64_t nb = n0; nb < n1; nb += batch) {
+      const int64_t cnt = std::min(batch, n1 - nb), ld = cnt * g.p();
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const float* xg = xp + (n * g.c + grp * g.cg) * g.h * g.w;
-        const float* dyg = dyp + (n * g.m + grp * g.mg) * g.p();
-        const float* wg = wp + grp * g.mg * g.k();
+        // dy of these images and this group side by side: [Mg × cnt·P].
+        for (int64_t i = 0; i < cnt; ++i)
+          for (int64_t m = 0; m < g.mg; ++m)
+            std::memcpy(rows + m * ld + i * g.p(), dyp + ((nb + i) * g.m + grp * g.mg + m) * g.p(),
+                        static_cast<size_t>(g.p()) * sizeof(float));
         if (dw_part) {
-          const float* colp = xg;
-          if (col) {
-            im2col(g, xg, col);
-            colp = col;
-          }
+          for (int64_t i = 0; i < cnt; ++i)
+            im2col(g, xp + ((nb + i) * g.c + grp * g.cg) * g.h * g.w, col + i * g.p(), ld);
           float* dwg = dw_part + grp * g.mg * g.k();
           GemmEpilogue ep;
-          if (n > n0) {  // accumulate over this chunk's images: dW_part = dy·colᵀ + dW_part
+          if (nb > n0) {  // accumulate over this chunk's images: dW_part = dy·colᵀ + dW_part
             ep.residual = dwg;
             ep.ldr = g.k();
           }
-          kernels::f32_gemm(g.mg, g.k(), g.p(), MatrixRef{dyg, g.p(), 1}, MatrixRef{colp, 1, g.p()}, dwg, g.k(), ep, nullptr);
+          kernels::f32_gemm(g.mg, g.k(), ld, MatrixRef{rows, ld, 1}, MatrixRef{col, 1, ld}, dwg, g.k(), ep, nullptr);
         }
         if (dx) {
-          float* dxg = dx + (n * g.c + grp * g.cg) * g.h * g.w;
-          // Wᵀ·dy: straight into dx for a pointwise conv, else through col2im.
-          float* dst = dcol ? dcol : dxg;
-          kernels::f32_gemm(packed_wt[static_cast<size_t>(grp)], g.p(), MatrixRef{dyg, g.p(), 1}, dst, g.p(), GemmEpilogue{},
+          kernels::f32_gemm(packed_wt[static_cast<size_t>(grp)], ld, MatrixRef{rows, ld, 1}, dcol, ld, GemmEpilogue{},
                             nullptr);
-          if (dcol) col2im_add(g, dcol, dxg);
+          for (int64_t i = 0; i < cnt; ++i)
+            col2im_add(g, dcol + i * g.p(), dx + ((nb + i) * g.c + grp * g.cg) * g.h * g.w, ld);
         }
       }
     }
   });
   if (dw) {
-    std::memcpy(dw, c.state.saved[static_cast<size_t>(2 * chunks)].data<float>(), wt.nbytes());
+    std::memcpy(dw, c.state.saved[slot_of(0, kDwPart)].data<float>(), wt.nbytes());
     for (int64_t t = 1; t < chunks; ++t) {
-      const float* part = c.state.saved[static_cast<size_t>(2 * chunks + t)].data<float>();
+      const float* part = c.state.saved[slot_of(t, kDwPart)].data<float>();
       for (int64_t i = 0; i < wt.numel(); ++i) dw[i] += part[i];
     }
   }
