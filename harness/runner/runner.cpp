@@ -281,6 +281,9 @@ RunOutcome run_experiment(const config::ExperimentConfig& cfg, Store& store, con
   run.environment_id = env_id;
   run.command = opt.command_line;
   out.run_id = store.create_run(run);
+  RunObserver no_observer;
+  RunObserver& observer = opt.observer ? *opt.observer : no_observer;
+  observer.run_started(out.run_id, cfg.name, plans.size());
 
   const fs::path artifacts_root = fs::path(store.path()).parent_path() / "artifacts";
   std::map<std::string, data::Dataset> dataset_cache;
@@ -296,6 +299,7 @@ RunOutcome run_experiment(const config::ExperimentConfig& cfg, Store& store, con
       ++out.reused;
       progress.job_started(i, p);
       progress.job_finished(i, "recorded earlier, skipped", short_detail(jo.metrics));
+      observer.job_finished(i, jo);
       out.jobs.push_back(std::move(jo));
       continue;
     }
@@ -309,6 +313,7 @@ RunOutcome run_experiment(const config::ExperimentConfig& cfg, Store& store, con
     rec.spec_json = p.spec_json;
     store.start_job(rec);
     progress.job_started(i, p);
+    observer.job_started(i, p);
     JobResult result;
     try {
       result = execute_job(cfg, p, steps, targets, artifacts_root / p.id, dataset_cache);
@@ -325,11 +330,13 @@ RunOutcome run_experiment(const config::ExperimentConfig& cfg, Store& store, con
     if (result.status == job_status::kFailed) ++out.failed;
     progress.job_finished(i, result.status == job_status::kDone ? "done" : "FAILED",
                           result.status == job_status::kDone ? short_detail(result.metrics) : result.error);
+    observer.job_finished(i, jo);
     out.jobs.push_back(std::move(jo));
   }
   progress.done();
   out.status = interrupt_requested() ? run_status::kKilled : (out.failed ? run_status::kFailed : run_status::kFinished);
   store.finish_run(out.run_id, out.status);
+  observer.run_finished(out);
   return out;
 }
 

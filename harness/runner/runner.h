@@ -25,6 +25,8 @@ struct JobPlan {
 // Validates every step against the registry (errors name the config location) and computes ids.
 std::vector<JobPlan> plan_jobs(const config::ExperimentConfig& config, const StepRegistry& steps);
 
+class RunObserver;
+
 struct RunnerOptions {
   bool force = false;             // re-run jobs already recorded
   std::string git_commit;         // xnn-lab's commit, recorded with the run
@@ -33,6 +35,8 @@ struct RunnerOptions {
   std::string config_text;        // the config file as written
   // Progress lines (plain) go here; on a TTY the runner draws a progress bar on stderr instead.
   std::function<void(const std::string&)> log;
+  // Progress events (e.g. the CLI's Prometheus exporter); null: none. Not owned.
+  RunObserver* observer = nullptr;
 };
 
 struct JobOutcome {
@@ -48,6 +52,19 @@ struct RunOutcome {
   std::string status;  // FINISHED, FAILED (some job failed) or KILLED (interrupted)
   std::vector<JobOutcome> jobs;
   int executed = 0, reused = 0, failed = 0;
+};
+
+// Progress events of one run, called on the runner's thread in order: run_started, then per
+// job job_started (executed jobs only) and job_finished (every job: executed, or recorded earlier
+// and skipped, `outcome.reused`), then run_finished (also after an interrupt). Every method is a
+// no-op by default; an exception from an observer propagates out of run_experiment.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void run_started(const std::string& run_id, const std::string& experiment, size_t planned_jobs) {}
+  virtual void job_started(size_t index, const JobPlan& plan) {}
+  virtual void job_finished(size_t index, const JobOutcome& outcome) {}
+  virtual void run_finished(const RunOutcome& outcome) {}
 };
 
 RunOutcome run_experiment(const config::ExperimentConfig& config, Store& store, const StepRegistry& steps,
