@@ -1,11 +1,14 @@
 #include "harness/cli/registries.h"
 
+#include "harness/train/train_step.h"
+
 namespace xnn::cli {
 
 const StepRegistry& step_registry() {
   static const StepRegistry r = [] {
     StepRegistry reg;
     register_builtin_steps(reg);
+    train::register_train_step(reg);
     return reg;
   }();
   return r;
