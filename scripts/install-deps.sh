@@ -9,7 +9,7 @@ PACKAGES=(
   # declared C++ dependencies
   libonnx-dev libprotobuf-dev protobuf-compiler
   libflatbuffers-dev flatbuffers-compiler
-  libcli11-dev libyaml-cpp-dev libsqlite3-dev sqlite3
+  libcli11-dev libyaml-cpp-dev libsqlite3-dev sqlite3 libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libzstd-dev libssl-dev
   # real data and conformance suites
@@ -18,6 +18,12 @@ PACKAGES=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision libopenblas0-pthread
   # interop check: OpenCV DNN loads our ONNX exports (Debian's python)
   python3-opencv
+  # scripts/bench_train.py reads training configs
+  python3-yaml
+  # integration tests: real Prometheus servers (promtool ships with prometheus)
+  prometheus prometheus-pushgateway
+  # report rendering test: headless browser
+  chromium
 )
 
 missing=()

@@ -21,6 +21,11 @@ int main(int argc, char** argv) {
   xnn::cli::add_show_command(app, exit_code);
   xnn::cli::add_compare_command(app, exit_code);
   xnn::cli::add_export_command(app, exit_code);
+  xnn::cli::add_train_command(app, exit_code);
+  xnn::cli::add_gate_command(app, exit_code);
+  xnn::cli::add_import_command(app, exit_code);
+  xnn::cli::add_serve_command(app, exit_code);
+  xnn::cli::add_report_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -375,9 +375,11 @@ void Store::open(const StoreOptions& options) {
     if (!fs::is_directory(dir, ec))
       throw Error(path_ + ": folder '" + dir.string() + "' does not exist (create it first)");
     if (fs::is_directory(p, ec)) throw Error(path_ + ": is a folder, expected an SQLite database file");
-    if (!options.create_if_missing && !fs::exists(p, ec)) throw Error(path_ + ": no such results database");
+    if ((!options.create_if_missing || options.read_only) && !fs::exists(p, ec))
+      throw Error(path_ + ": no such results database");
   }
-  int flags = SQLITE_OPEN_READWRITE | (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
+  int flags = options.read_only ? SQLITE_OPEN_READONLY
+                                : SQLITE_OPEN_READWRITE | (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) fail(db_, path_, rc, "cannot open the results database");
   sqlite3_extended_result_codes(db_, 1);
@@ -398,6 +400,18 @@ void Store::open(const StoreOptions& options) {
                 " is newer than this xnn-lab supports (" + std::to_string(kSchemaVersion) + "); upgrade xnn-lab");
   }
 
+  if (options.read_only) {
+    if (version < kSchemaVersion) {
+      throw Error(path_ + ": database schema version " + std::to_string(version) + " is older than this xnn-lab's (" +
+                  std::to_string(kSchemaVersion) + "); a read-only reader does not migrate it (any xnn-lab run will)");
+    }
+    Stmt q(db_, path_, "PRAGMA journal_mode");  // reads the mode, changes nothing
+    std::string mode = q.step() ? q.col_text(0) : "";
+    std::transform(mode.begin(), mode.end(), mode.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (mode != "wal") throw Error(path_ + ": not in WAL journal mode ('" + mode + "'); open it once with xnn-lab run");
+    exec(db_, path_, "PRAGMA foreign_keys=ON");
+    return;
+  }
   // WAL lets readers run beside one writer; switching needs a brief exclusive lock, so retry.
   auto start = std::chrono::steady_clock::now();
   int backoff = 2;
@@ -943,7 +957,8 @@ std::optional<RunRecord> Store::get_run(const std::string& id_or_prefix) {
 }
 
 std::optional<RunRecord> Store::resolve_run_selector(const std::string& sel,
-                                                     const std::optional<std::string>& experiment) {
+                                                     const std::optional<std::string>& experiment,
+                                                     const std::optional<std::string>& status) {
   const std::string expected = "expected a run id (or unique prefix), 'latest', 'commit:<sha>' or 'tag:<name>'";
   XNN_CHECK(!sel.empty(), "empty run selector; " + expected);
   std::optional<RunRecord> out;
@@ -952,9 +967,10 @@ std::optional<RunRecord> Store::resolve_run_selector(const std::string& sel,
       out.reset();
       Stmt q(db_, path_,
              (std::string(kRunColumns) +
-              "WHERE ?1 IS NULL OR e.name = ?1 ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1")
+              "WHERE (?1 IS NULL OR e.name = ?1) AND (?2 IS NULL OR r.status = ?2) "
+              "ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1")
                  .c_str());
-      q.text(1, experiment);
+      q.text(1, experiment).text(2, status);
       if (q.step()) out = read_run(q);
     });
   } else if (sel.rfind("commit:", 0) == 0) {
@@ -966,8 +982,9 @@ std::optional<RunRecord> Store::resolve_run_selector(const std::string& sel,
       {
         Stmt q(db_, path_,
                "SELECT DISTINCT r.git_commit FROM runs r JOIN experiments e ON e.id = r.experiment_id "
-               "WHERE lower(substr(r.git_commit, 1, length(?1))) = ?1 AND (?2 IS NULL OR e.name = ?2) LIMIT 3");
-        q.text(1, sha).text(2, experiment);
+               "WHERE lower(substr(r.git_commit, 1, length(?1))) = ?1 AND (?2 IS NULL OR e.name = ?2) "
+               "AND (?3 IS NULL OR r.status = ?3) LIMIT 3");
+        q.text(1, sha).text(2, experiment).text(3, status);
         std::vector<std::string> commits;
         while (q.step()) commits.push_back(q.col_text(0));
         if (commits.size() > 1) {
@@ -978,9 +995,9 @@ std::optional<RunRecord> Store::resolve_run_selector(const std::string& sel,
       Stmt q(db_, path_,
              (std::string(kRunColumns) +
               "WHERE lower(substr(r.git_commit, 1, length(?1))) = ?1 AND (?2 IS NULL OR e.name = ?2) "
-              "ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1")
+              "AND (?3 IS NULL OR r.status = ?3) ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1")
                  .c_str());
-      q.text(1, sha).text(2, experiment);
+      q.text(1, sha).text(2, experiment).text(3, status);
       if (q.step()) out = read_run(q);
     });
   } else if (sel.rfind("tag:", 0) == 0) {
@@ -990,9 +1007,10 @@ std::optional<RunRecord> Store::resolve_run_selector(const std::string& sel,
       out.reset();
       Stmt q(db_, path_,
              (std::string(kRunColumns) +
-              "WHERE r.tag = ?1 AND (?2 IS NULL OR e.name = ?2) ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1")
+              "WHERE r.tag = ?1 AND (?2 IS NULL OR e.name = ?2) AND (?3 IS NULL OR r.status = ?3) "
+              "ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1")
                  .c_str());
-      q.text(1, tag).text(2, experiment);
+      q.text(1, tag).text(2, experiment).text(3, status);
       if (q.step()) out = read_run(q);
     });
   } else {

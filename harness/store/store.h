@@ -150,6 +150,9 @@ struct LatestResult {
 
 struct StoreOptions {
   bool create_if_missing = true;  // false: a missing file is an error (for readers)
+  // Open with SQLITE_OPEN_READONLY (the Prometheus exporter): nothing is written, not even a
+  // migration (an older schema is an error); the file must already be in WAL mode.
+  bool read_only = false;
   int busy_timeout_ms = 30000;    // SQLite's own wait for a lock (PRAGMA busy_timeout)
   int busy_deadline_ms = 60000;   // total time a transaction keeps retrying while busy
 };
@@ -210,8 +213,11 @@ class Store {
   // `sel`: a run id (or unique prefix), "latest", "commit:<sha-prefix>" (newest run at that
   // commit) or "tag:<name>" (newest run with that tag). `experiment` restricts the search.
   // nullopt when nothing matches; throws for an empty selector or an ambiguous prefix.
+  // With `status` (e.g. run_status::kFinished, for CI gating), "latest", "commit:" and "tag:"
+  // only consider runs with that status; a run id selects its run whatever the status.
   std::optional<RunRecord> resolve_run_selector(const std::string& sel,
-                                                const std::optional<std::string>& experiment = std::nullopt);
+                                                const std::optional<std::string>& experiment = std::nullopt,
+                                                const std::optional<std::string>& status = std::nullopt);
   // True when `run` is RUNNING but was started on this host by a process that no longer exists
   // (killed or crashed; readers can show it as interrupted).
   static bool is_run_orphaned(const RunRecord& run);
