@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/core/sha256.h"
 #include "harness/cli/commands.h"
+#include "engine/train/autograd.h"
 #include "harness/cli/registries.h"
 #include "harness/store/store.h"
 #include "harness/train/trainer.h"
@@ -32,12 +33,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tag", tag, "Tag the recorded run");
   cmd->add_flag("--no-record", no_record, "Do not record the result in the store");
   cmd->add_flag("--json", as_json, "Print the result as JSON (progress goes to stderr)");
-  cmd->footer(
-      "Trainable ops: Conv (groups, depthwise, stride, padding, dilation), Gemm, MatMul, BatchNormalization, Relu, "
-      "Clip, LeakyRelu, HardSwish, HardSigmoid, Sigmoid, Tanh, SiLU (Sigmoid·Mul), Softmax, LogSoftmax, MaxPool, "
-      "AveragePool, GlobalAveragePool, GlobalMaxPool, Add, Sub, Mul, Div, Sum, Concat, Reshape, Flatten, Squeeze, "
-      "Unsqueeze, Transpose, Identity, Dropout, Pad (constant), Gather. A run resumes from its checkpoint "
-      "(checkpoint.dir) after an interruption.");
+  std::string ops;  // from the registry, so the help never drifts from what has a backward kernel
+  for (const std::string& op : train::GradRegistry::builtin().op_types()) ops += (ops.empty() ? "" : ", ") + op;
+  cmd->footer("Ops with a backward kernel (trainable): " + ops +
+              ". Conv and pooling: 2-D. SiLU trains as Sigmoid·Mul. A run resumes from its checkpoint "
+              "(checkpoint.dir) after an interruption.");
   cmd->callback([&exit_code] {
     train::TrainConfig cfg = train::load_train_config(config_path, overrides);
     std::unique_ptr<Store> store;
