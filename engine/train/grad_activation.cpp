@@ -2,12 +2,18 @@
 // output. Boundary conventions follow PyTorch so that gradients match it exactly: ReLU passes
 // no gradient at 0, Clip (ReLU6 = hardtanh) none at either bound, HardSwish's middle segment
 // includes +3.
+#include <algorithm>
 #include <cmath>
 
+#include "engine/runtime/executor.h"
 #include "engine/train/autograd.h"
 
 namespace xnn::train {
 namespace {
+
+// Elementwise loops over activations of a whole batch (megabytes) are split into blocks on the
+// thread pool; serial, they would cap the speed-up of every other parallel kernel.
+constexpr int64_t kBlock = 1 << 16;
 
 template <typename F>
 void unary_grad(BackwardContext& c, F&& f) {
@@ -17,7 +23,26 @@ void unary_grad(BackwardContext& c, F&& f) {
   const float* dy = c.grad_output(0).data<float>();
   float* dx = c.grad_input(0).data<float>();
   const int64_t n = c.input(0).numel();
-  for (int64_t i = 0; i < n; ++i) dx[i] = f(x[i], y[i], dy[i]);
+  parallel_for(c.pool, (n + kBlock - 1) / kBlock, [&](int64_t b) {
+    const int64_t end = std::min(n, (b + 1) * kBlock);
+    for (int64_t i = b * kBlock; i < end; ++i) dx[i] = f(x[i], y[i], dy[i]);
+  });
+}
+
+void relu_forward(ForwardContext& c) {
+  const Tensor& x = *c.inputs[0];
+  if (x.dtype() != DType::kF32) {
+    KernelContext k(c.node, c.inputs, c.outputs, c.pool);
+    schema_for(OpRegistry::builtin(), c.node).reference(k);
+    return;
+  }
+  const float* xp = x.data<float>();
+  float* yp = c.outputs[0]->data<float>();
+  const int64_t n = x.numel();
+  parallel_for(c.pool, (n + kBlock - 1) / kBlock, [&](int64_t b) {
+    const int64_t end = std::min(n, (b + 1) * kBlock);
+    for (int64_t i = b * kBlock; i < end; ++i) yp[i] = xp[i] > 0.0f ? xp[i] : 0.0f;
+  });
 }
 
 float optional_scalar(const BackwardContext& c, int i, float def) {
@@ -52,7 +77,7 @@ void softmax_grad(BackwardContext& c, bool log) {
 }  // namespace
 
 void register_activation_grads(GradRegistry& r) {
-  r.add({"Relu", {0}, {}, [](BackwardContext& c) {
+  r.add({"Relu", {0}, relu_forward, [](BackwardContext& c) {
            unary_grad(c, [](float x, float, float dy) { return x > 0 ? dy : 0.0f; });
          }});
   r.add({"LeakyRelu", {0}, {}, [](BackwardContext& c) {

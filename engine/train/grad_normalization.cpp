@@ -4,6 +4,7 @@
 // and backpropagate through the batch statistics:
 //   dγ = Σ dy·x̂,  dβ = Σ dy,  dx = γ·invstd/M · (M·dy − dβ − x̂·dγ),  M = N·spatial.
 // In inference mode (evaluation) it normalises with the running statistics.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/train/autograd.h"
@@ -16,20 +17,29 @@ struct BnGeom {
   int64_t count() const { return n * inner; }
 };
 
-// Σ f(i) over [0, n) with eight independent partial sums, so the loop vectorises without
-// -ffast-math (a single float accumulator is a serial dependency the compiler must keep).
-template <typename F>
-float lane_sum(int64_t n, F&& f) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+// Channel sums use eight independent partial sums (lanes) so the loops vectorise without
+// -ffast-math: a single float accumulator is a serial dependency the compiler must keep.
+// Σ (p[i] − shift) and Σ (p[i] − shift)² in one pass, eight lanes each.
+void shifted_sums(const float* p, int64_t n, float shift, float& sum, float& sum_sq) {
+  float a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += f(i + j);
-  float s = 0;
-  for (; i < n; ++i) s += f(i);
-  for (int j = 0; j < 8; ++j) s += acc[j];
-  return s;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const float d = p[i + j] - shift;
+      a[j] += d;
+      b[j] += d * d;
+    }
+  }
+  float s = 0, q = 0;
+  for (; i < n; ++i) {
+    const float d = p[i] - shift;
+    s += d;
+    q += d * d;
+  }
+  for (int j = 0; j < 8; ++j) s += a[j], q += b[j];
+  sum = s;
+  sum_sq = q;
 }
-float row_sum(const float* p, int64_t n) { return lane_sum(n, [p](int64_t i) { return p[i]; }); }
 
 BnGeom bn_geometry(const Node& node, const Tensor& x) {
   if (x.rank() < 2 || x.dtype() != DType::kF32) {
@@ -57,17 +67,20 @@ void bn_forward(ForwardContext& c) {
   parallel_for(c.pool, g.c, [&](int64_t ch) {
     float mu, istd;
     if (training) {
-      // Float sums per row (vectorised), double across rows: accurate enough for a batch of
-      // images, several times faster than double throughout.
-      double s = 0;
-      for (int64_t n = 0; n < g.n; ++n) s += row_sum(xp + (n * g.c + ch) * g.inner, g.inner);
-      const double m = s / static_cast<double>(g.count());
-      double ss = 0;
-      const float mf = static_cast<float>(m);
+      // One pass over the channel: sums of d = x − shift and of d², shift = the channel's first
+      // value, so the variance Σd²/M − (Σd/M)² does not cancel catastrophically. Float sums per
+      // row (vectorised), double across rows.
+      const float shift = xp[ch * g.inner];
+      double s1 = 0, s2 = 0;
       for (int64_t n = 0; n < g.n; ++n) {
-        const float* row = xp + (n * g.c + ch) * g.inner;
-        ss += lane_sum(g.inner, [row, mf](int64_t i) { return (row[i] - mf) * (row[i] - mf); });
+        float a1 = 0, a2 = 0;
+        shifted_sums(xp + (n * g.c + ch) * g.inner, g.inner, shift, a1, a2);
+        s1 += a1;
+        s2 += a2;
       }
+      const double cnt = static_cast<double>(g.count());
+      const double m = shift + s1 / cnt;
+      const double ss = std::max(0.0, s2 - s1 * s1 / cnt);  // Σ (x − mean)²
       const double var = ss / static_cast<double>(g.count());
       mu = static_cast<float>(m);
       istd = static_cast<float>(1.0 / std::sqrt(var + eps));
@@ -107,8 +120,19 @@ void bn_backward(BackwardContext& c) {
     for (int64_t n = 0; n < g.n; ++n) {
       const float* row = xp + (n * g.c + ch) * g.inner;
       const float* grow = dy + (n * g.c + ch) * g.inner;
-      sdy += row_sum(grow, g.inner);
-      sdyx += static_cast<double>(lane_sum(g.inner, [row, grow, mu](int64_t i) { return grow[i] * (row[i] - mu); })) * istd;
+      float a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // one pass, eight lanes
+      int64_t i = 0;
+      for (; i + 8 <= g.inner; i += 8) {
+        for (int j = 0; j < 8; ++j) {
+          a[j] += grow[i + j];
+          b[j] += grow[i + j] * (row[i + j] - mu);
+        }
+      }
+      float sa = 0, sb = 0;
+      for (; i < g.inner; ++i) sa += grow[i], sb += grow[i] * (row[i] - mu);
+      for (int j = 0; j < 8; ++j) sa += a[j], sb += b[j];
+      sdy += sa;
+      sdyx += static_cast<double>(sb) * istd;
     }
     if (dgamma) dgamma[ch] = static_cast<float>(sdyx);
     if (dbeta) dbeta[ch] = static_cast<float>(sdy);
