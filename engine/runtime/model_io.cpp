@@ -12,12 +12,25 @@ ModelFileKind detect_model_kind(const std::string& path) {
   if (!f) throw Error(path + ": cannot open model file (does it exist?)");
   char head[16] = {};
   f.read(head, sizeof(head));
-  return has_xnn_magic(head, static_cast<size_t>(f.gcount())) ? ModelFileKind::kXnn : ModelFileKind::kOnnx;
+  const auto n = static_cast<size_t>(f.gcount());
+  if (has_xnn_magic(head, n)) return ModelFileKind::kXnn;
+  if (has_protected_magic(head, n)) return ModelFileKind::kProtectedXnn;
+  return ModelFileKind::kOnnx;
 }
 
-std::shared_ptr<Model> load_model(const std::string& path) {
+std::shared_ptr<Model> load_model(const std::string& path, const LoadOptions& options) {
   const ModelFileKind kind = detect_model_kind(path);
-  auto model = std::make_shared<Model>(kind == ModelFileKind::kXnn ? load_xnn(path) : import_onnx_file(path));
+  std::shared_ptr<Model> model;
+  switch (kind) {
+    case ModelFileKind::kXnn: model = std::make_shared<Model>(load_xnn(path)); break;
+    case ModelFileKind::kOnnx: model = std::make_shared<Model>(import_onnx_file(path)); break;
+    case ModelFileKind::kProtectedXnn:
+      if (!options.key) {
+        throw Error(path + " is protected: pass --key-file KEY (API: LoadOptions::key)");
+      }
+      model = std::make_shared<Model>(load_protected_xnn(path, *options.key));
+      break;
+  }
   model->graph.validate(path);
   return model;
 }

@@ -15,6 +15,7 @@
 #include "engine/runtime/model_io.h"
 #include "engine/runtime/session.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/key_option.h"
 #include "harness/measure/latency.h"
 #include "harness/targets/target.h"
 #include "harness/util/json.h"
@@ -28,6 +29,7 @@ struct BenchArgs {
   double min_time = 0;
   bool profile = false, json = false, tune = false, reference = false;
   std::vector<std::string> shapes;
+  std::string key_file;  // protected models
 };
 
 struct OpTotals {
@@ -78,7 +80,7 @@ int run_bench(const BenchArgs& a) {
   opts.opt_level = a.opt_level;
   opts.tune = a.tune;
   opts.cpu_kernels = !a.reference;
-  Session session(load_model(a.model), opts);
+  Session session(load_model(a.model, load_options_for(a.key_file)), opts);
   std::map<std::string, Tensor> inputs = random_inputs(session, 0);
   for (const std::string& arg : a.shapes) {
     const size_t eq = arg.find('=');
@@ -228,6 +230,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a.json, "One JSON object on stdout");
   cmd->add_flag("--tune", a.tune, "Choose conv algorithms by timing them at preparation");
   cmd->add_flag("--reference", a.reference, "Reference kernels only (what the optimised kernels are tested against)");
+  add_key_file_option(cmd, a.key_file);
   cmd->callback([&exit_code] { exit_code = run_bench(a); });
 }
 

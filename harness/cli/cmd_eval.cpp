@@ -7,6 +7,7 @@
 #include "engine/runtime/model_io.h"
 #include "engine/runtime/session.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/key_option.h"
 #include "harness/data/fashion_mnist.h"
 #include "harness/eval/evaluate.h"
 #include "harness/util/json.h"
@@ -59,6 +60,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--batch", batch, "Batch size (0 = the model's fixed batch dim, else 64)")->capture_default_str();
   cmd->add_flag("--json", as_json, "Print the result as JSON");
+  static std::string key_file;
+  add_key_file_option(cmd, key_file);
   cmd->callback([&exit_code] {
     if (dataset != "fashion-mnist") {
       throw Error("unknown dataset '" + dataset + "'; supported datasets: " + kSupportedDatasets);
@@ -70,7 +73,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     p.mean = parse_floats("--mean", mean_text);
     p.std = parse_floats("--std", std_text);
     p.layout = layout;
-    Session session(load_model(model_path));
+    Session session(load_model(model_path, load_options_for(key_file)));
     const data::Dataset ds = data::load_fashion_mnist(data_dir, split, limit);
     const eval::AccuracyResult r = eval::evaluate_classifier(session, ds, p, batch);
     if (as_json) {

@@ -7,6 +7,7 @@
 #include "engine/runtime/npy.h"
 #include "engine/runtime/session.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/key_option.h"
 
 namespace xnn::cli {
 namespace {
@@ -32,8 +33,10 @@ void add_infer_command(CLI::App& app, int& exit_code) {
                   "Input as [NAME=]FILE.npy; without NAME, inputs are taken in the model's input order")
       ->required();
   cmd->add_option("-d,--output-dir", out_dir, "Folder for <output name>.npy files")->required();
+  static std::string key_file;
+  add_key_file_option(cmd, key_file);
   cmd->callback([&exit_code] {
-    Session session(load_model(model_path));
+    Session session(load_model(model_path, load_options_for(key_file)));
     std::map<std::string, Tensor> inputs;
     size_t positional = 0;
     for (const std::string& arg : input_args) {

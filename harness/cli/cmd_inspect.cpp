@@ -8,6 +8,7 @@
 #include "engine/runtime/session.h"
 #include "harness/util/json.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/key_option.h"
 
 namespace xnn::cli {
 namespace {
@@ -66,11 +67,19 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--shape", shape_args, "Concrete input shape NAME=D0,D1,... for symbolic dims (default 1)");
   cmd->add_option("--opt-level", opt_level, "Optimisation level of the memory plan reported (0, 1, 2)")
       ->check(CLI::Range(0, 2));
+  static std::string key_file;
+  add_key_file_option(cmd, key_file);
+  cmd->footer("A weights-only protected model (xnn-lab protect) is inspectable without --key-file: inputs, outputs,\n"
+              "ops, parameters; MACs and the memory plan need the key. --encrypt-graph models need the key.");
   cmd->callback([&exit_code] {
     const ModelFileKind kind = detect_model_kind(model_path);
-    std::shared_ptr<Model> model = load_model(model_path);
+    // Weights-only protected model without its key: the real graph, zeros for the encrypted
+    // constants, so nothing computed from constant values (MACs, memory plan) is reported.
+    const bool structure_only = kind == ModelFileKind::kProtectedXnn && key_file.empty();
+    std::shared_ptr<Model> model = structure_only ? std::make_shared<Model>(load_protected_structure(model_path))
+                                                  : load_model(model_path, load_options_for(key_file));
     const Graph& g = model->graph;
-    const GraphCost cost = estimate_graph_cost(g, parse_shapes(shape_args));
+    const GraphCost cost = structure_only ? GraphCost{} : estimate_graph_cost(g, parse_shapes(shape_args));
     std::map<std::string, int> histogram;
     for (const Node& n : g.nodes) ++histogram[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type];
     int64_t weight_bytes = 0;
@@ -78,12 +87,13 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       if (v.is_constant()) weight_bytes += static_cast<int64_t>(v.data->nbytes());
     }
     const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(model_path));
-    const char* format = kind == ModelFileKind::kXnn ? "xnn" : "onnx";
+    const char* format = kind == ModelFileKind::kXnn ? "xnn" : kind == ModelFileKind::kOnnx ? "onnx" : "xnn-protected";
     // The session's static memory plan for these shapes (symbolic dims = 1 unless --shape).
     MemoryStats mem;
     size_t optimized_nodes = 0;
     std::string plan_error;
-    try {
+    if (structure_only) plan_error = "the weights are encrypted; pass --key-file";
+    if (!structure_only) try {
       SessionOptions so;
       so.opt_level = opt_level;
       Session session(model, so);
@@ -111,6 +121,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       w.key("outputs");
       write_io_json(w, g, g.outputs);
       w.field("nodes", g.nodes.size()).field("parameters", g.parameter_count()).field("weight_bytes", weight_bytes);
+      w.field("encrypted_weights", structure_only);
       w.field("macs", cost.total.macs).field("bytes_read", cost.total.bytes_read);
       w.field("bytes_written", cost.total.bytes_written).field("static_shapes", cost.static_shapes);
       w.key("memory_plan").begin_object();
@@ -140,9 +151,13 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       std::printf("nodes:       %zu\n", g.nodes.size());
       std::printf("parameters:  %lld (%lld bytes of constants)\n", static_cast<long long>(g.parameter_count()),
                   static_cast<long long>(weight_bytes));
-      std::printf("MACs:        %.0f (%.3f G)%s\n", cost.total.macs, cost.total.macs / 1e9,
-                  cost.static_shapes ? "" : " [shapes from a run on zero inputs]");
-      std::printf("bytes:       %.0f read, %.0f written\n", cost.total.bytes_read, cost.total.bytes_written);
+      if (structure_only) {
+        std::printf("weights:     encrypted (protected model); MACs and memory plan need --key-file\n");
+      } else {
+        std::printf("MACs:        %.0f (%.3f G)%s\n", cost.total.macs, cost.total.macs / 1e9,
+                    cost.static_shapes ? "" : " [shapes from a run on zero inputs]");
+        std::printf("bytes:       %.0f read, %.0f written\n", cost.total.bytes_read, cost.total.bytes_written);
+      }
       if (mem.planned) {
         std::printf("memory plan: arena %lld bytes (%.2f MiB), liveness lower bound %lld bytes (%.3fx); "
                     "%zu nodes after opt-level %d\n",

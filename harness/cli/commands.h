@@ -22,5 +22,6 @@ void add_gate_command(CLI::App& app, int& exit_code);
 void add_import_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
+void add_protect_command(CLI::App& app, int& exit_code);
 
 }  // namespace xnn::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   xnn::cli::add_import_command(app, exit_code);
   xnn::cli::add_serve_command(app, exit_code);
   xnn::cli::add_report_command(app, exit_code);
+  xnn::cli::add_protect_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
