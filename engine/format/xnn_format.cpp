@@ -4,52 +4,16 @@
 // reader never sees a half-written model.
 #include "engine/format/xnn_format.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 
+#include "engine/format/file_io.h"
 #include "engine/format/xnn_layout.h"
 
 namespace xnn {
 
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
-
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() { close(); }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-  // Returns close()'s result so writers can notice late write errors (e.g. on NFS).
-  int close() {
-    const int rc = fd_ >= 0 ? ::close(fd_) : 0;
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
-void write_all(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error(path + ": cannot write: " + errno_text());
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-}
+using file_io::write_all;
 
 void write_zeros(int fd, uint64_t count, const std::string& path) {
   static const char zeros[4096] = {};
@@ -75,22 +39,7 @@ void write_file(int fd, const xnn_file::EncodedFile& file, const std::string& pa
 
 void save_xnn(const Model& model, const std::string& path, const XnnSaveOptions& options) {
   const xnn_file::EncodedFile file = xnn_file::encode_model(model, options, path);
-  const std::string tmp = path + ".tmp";
-  FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) throw Error(tmp + ": cannot create: " + errno_text());
-  try {
-    write_file(fd.get(), file, tmp);
-    // Flush before the rename, so a crash cannot leave a renamed but empty model behind.
-    if (::fsync(fd.get()) != 0) throw Error(tmp + ": cannot flush to disk: " + errno_text());
-    if (fd.close() != 0) throw Error(tmp + ": cannot write: " + errno_text());
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw Error(path + ": cannot move " + tmp + " into place: " + errno_text());
-    }
-  } catch (...) {
-    fd.close();
-    ::unlink(tmp.c_str());
-    throw;
-  }
+  file_io::write_file_atomically(path, 0644, [&](int fd, const std::string& tmp) { write_file(fd, file, tmp); });
 }
 
 std::string serialize_xnn(const Model& model, const XnnSaveOptions& options) {
@@ -104,18 +53,10 @@ std::string serialize_xnn(const Model& model, const XnnSaveOptions& options) {
 }
 
 Model load_xnn(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw Error(path + ": cannot open: " + errno_text());
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw Error(path + ": cannot open: " + errno_text());
-  if (!S_ISREG(st.st_mode)) throw Error(path + ": cannot open: not a regular file");
-  if (st.st_size == 0) throw Error(path + ": file is empty, not an .xnn model");
-  const auto size = static_cast<size_t>(st.st_size);
-  void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  if (mapped == MAP_FAILED) throw Error(path + ": cannot map into memory: " + errno_text());
-  // The mapping outlives the descriptor; the last tensor viewing it unmaps it.
-  std::shared_ptr<void> mapping(mapped, [size](void* p) { ::munmap(p, size); });
-  return xnn_file::decode_model(Buffer::wrap(mapped, size, std::move(mapping)), path);
+  // The last tensor viewing the mapping unmaps it.
+  file_io::MappedFile f = file_io::map_file_readonly(path, "an .xnn model");
+  void* data = const_cast<uint8_t*>(f.data);
+  return xnn_file::decode_model(Buffer::wrap(data, f.size, std::move(f.mapping)), path);
 }
 
 Model load_xnn_bytes(const void* data, size_t size, const std::string& name) {

@@ -2,6 +2,7 @@
 // against the real file size before anything else of the file is looked at.
 #include <cstring>
 
+#include "engine/format/file_io.h"
 #include "engine/format/xnn_layout.h"
 
 namespace xnn::xnn_file {
@@ -20,15 +21,9 @@ constexpr size_t kFileSizeAt = 48;
 // Explicit little-endian byte order, independent of the host.
 template <typename T>
 void put_le(std::string& out, size_t at, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) out[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  file_io::put_le(reinterpret_cast<uint8_t*>(out.data()) + at, v);
 }
-
-template <typename T>
-T get_le(const uint8_t* p) {
-  T v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
-  return v;
-}
+using file_io::get_le;
 
 // FlatBuffers addresses its buffer with signed 32-bit offsets.
 constexpr uint64_t kMaxFlatbufferSize = (uint64_t{1} << 31) - 1;

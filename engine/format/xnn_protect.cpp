@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 
+#include "engine/format/file_io.h"
 #include "engine/format/xnn_format.h"
 #include "engine/format/xnn_layout.h"
 
@@ -39,73 +40,13 @@ constexpr uint32_t kFlagWholeModel = 1;
 // EVP_*Update take an int length.
 constexpr size_t kChunk = size_t{1} << 30;
 
-std::string errno_text() { return std::strerror(errno); }
-
-template <typename T>
-void put_le(uint8_t* out, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) out[i] = static_cast<uint8_t>((v >> (8 * i)) & 0xff);
-}
-
-template <typename T>
-T get_le(const uint8_t* p) {
-  T v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
-  return v;
-}
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { close(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int close() {
-    const int rc = fd_ >= 0 ? ::close(fd_) : 0;
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
-void write_all(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error(path + ": cannot write: " + errno_text());
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
-// A read-only mapping of a whole file (no copy, nothing written anywhere).
-struct MappedFile {
-  std::shared_ptr<void> mapping;
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-};
-
-MappedFile map_file(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw Error(path + ": cannot open: " + errno_text());
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw Error(path + ": cannot open: " + errno_text());
-  if (!S_ISREG(st.st_mode)) throw Error(path + ": cannot open: not a regular file");
-  if (st.st_size == 0) throw Error(path + ": file is empty, not a protected model");
-  const auto size = static_cast<size_t>(st.st_size);
-  void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  if (mapped == MAP_FAILED) throw Error(path + ": cannot map into memory: " + errno_text());
-  MappedFile out;
-  out.mapping = std::shared_ptr<void>(mapped, [size](void* p) { ::munmap(p, size); });
-  out.data = static_cast<const uint8_t*>(mapped);
-  out.size = size;
-  return out;
-}
+using file_io::errno_text;
+using file_io::get_le;
+using file_io::put_le;
+using file_io::write_all;
+using Fd = file_io::FileDescriptor;
+using file_io::MappedFile;
+MappedFile map_file(const std::string& path) { return file_io::map_file_readonly(path, "a protected model"); }
 
 // 64-byte aligned engine Buffer whose bytes are wiped before they are freed (it holds
 // decrypted weights).
@@ -347,21 +288,9 @@ void save_protected_xnn(const Model& model, const std::string& path, const Model
     throw;
   }
   OPENSSL_cleanse(plain.data(), plain.size());
-  const std::string tmp = path + ".tmp";
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) throw Error(tmp + ": cannot create: " + errno_text());
-  try {
-    write_all(fd.get(), file.data(), file.size(), tmp);
-    if (::fsync(fd.get()) != 0) throw Error(tmp + ": cannot flush to disk: " + errno_text());
-    if (fd.close() != 0) throw Error(tmp + ": cannot write: " + errno_text());
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw Error(path + ": cannot move " + tmp + " into place: " + errno_text());
-    }
-  } catch (...) {
-    fd.close();
-    ::unlink(tmp.c_str());
-    throw;
-  }
+  file_io::write_file_atomically(path, 0644, [&](int fd, const std::string& tmp) {
+    write_all(fd, file.data(), file.size(), tmp);
+  });
 }
 
 ProtectedInfo read_protected_info(const std::string& path) {
