@@ -259,14 +259,7 @@ JobResult gbench_job_result(const GbenchBenchmark& b) {
     r.samples["cpu_time_ms"] = b.cpu_time_ms;
   const LatencyStats st = summarize(b.real_time_ms);
   auto add = [&r](const std::string& name, double v, const std::string& unit) { r.metrics.push_back({name, v, unit}); };
-  add("latency_ms_min", st.min, "ms");
-  add("latency_ms_median", st.median, "ms");
-  add("latency_ms_mean", st.mean, "ms");
-  add("latency_ms_p90", st.p90, "ms");
-  add("latency_ms_p99", st.p99, "ms");
-  add("latency_ms_stddev", st.stddev, "ms");
-  add("latency_cv", st.cv, "ratio");
-  add("latency_runs", static_cast<double>(st.count), "count");
+  for (const NamedMetric& m : latency_metrics(st)) add(m.name, m.value, m.unit);
   if (!b.iterations.empty()) {
     const double total = static_cast<double>(std::accumulate(b.iterations.begin(), b.iterations.end(), int64_t{0}));
     add("gbench_iterations", total / static_cast<double>(b.iterations.size()), "count");

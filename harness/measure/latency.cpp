@@ -18,6 +18,13 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
+std::vector<NamedMetric> latency_metrics(const LatencyStats& st) {
+  return {{"latency_ms_min", st.min, "ms"},    {"latency_ms_median", st.median, "ms"},
+          {"latency_ms_mean", st.mean, "ms"},  {"latency_ms_p90", st.p90, "ms"},
+          {"latency_ms_p99", st.p99, "ms"},    {"latency_ms_stddev", st.stddev, "ms"},
+          {"latency_cv", st.cv, "ratio"},      {"latency_runs", static_cast<double>(st.count), "count"}};
+}
+
 LatencyStats summarize(const std::vector<double>& samples) {
   LatencyStats s;
   s.count = static_cast<int64_t>(samples.size());

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace xnn {
@@ -24,6 +25,16 @@ struct LatencyStats {
 // Percentile with linear interpolation between closest ranks (numpy's default).
 double percentile(std::vector<double> sorted_or_not, double q);
 LatencyStats summarize(const std::vector<double>& samples_ms);
+
+// The metrics recorded for a set of latency samples (latency_ms_min/median/mean/p90/p99/stddev,
+// latency_cv, latency_runs): one naming for every producer (experiment runs, imported Google
+// Benchmark results), so the gate and reports compare like with like.
+struct NamedMetric {
+  std::string name;
+  double value = 0;
+  std::string unit;
+};
+std::vector<NamedMetric> latency_metrics(const LatencyStats& st);
 
 struct LatencyRun {
   double first_run_ms = 0;          // the first (cold) run, part of warm-up

@@ -210,14 +210,7 @@ JobResult execute_job(const config::ExperimentConfig& cfg, const JobPlan& plan, 
     if (m.latency.enabled) {
       const LatencyStats st = summarize(lm.run.samples_ms);
       r.samples["latency_ms"] = lm.run.samples_ms;
-      add("latency_ms_min", st.min, "ms");
-      add("latency_ms_median", st.median, "ms");
-      add("latency_ms_mean", st.mean, "ms");
-      add("latency_ms_p90", st.p90, "ms");
-      add("latency_ms_p99", st.p99, "ms");
-      add("latency_ms_stddev", st.stddev, "ms");
-      add("latency_cv", st.cv, "ratio");
-      add("latency_runs", static_cast<double>(st.count), "count");
+      for (const NamedMetric& lm_metric : latency_metrics(st)) add(lm_metric.name, lm_metric.value, lm_metric.unit);
       add("init_ms", lm.init_ms, "ms");
       add("first_run_ms", lm.run.first_run_ms, "ms");
       for (const OpTiming& o : lm.ops) {
