@@ -92,7 +92,6 @@ struct TrainingSession::Plan {
   std::vector<char> needs_grad;     // per value
   std::vector<char> grad_written;   // per value, reset every step
   std::vector<std::vector<Tensor>> temp;  // per node, per input slot: accumulation temporaries
-  Tensor labels_grad_unused;
 };
 
 TrainingSession::TrainingSession(std::shared_ptr<Model> model, TrainingOptions options)
