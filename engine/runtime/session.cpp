@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "engine/backends/cpu/cpu_kernel.h"
+#include "engine/kernels/float_rounding.h"
 #include "engine/passes/optimize.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/memory_planner.h"
@@ -43,6 +44,13 @@ bool is_in_place_op(const Node& n) {
   return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return n.op_type == op; });
 }
 
+// Rounds a float tensor's data to the emulated format (FloatEmulation); other dtypes untouched.
+void apply_float_emulation(FloatEmulation fe, Tensor& t) {
+  if (fe == FloatEmulation::kNone || !t.defined() || t.dtype() != DType::kF32) return;
+  if (fe == FloatEmulation::kF16) kernels::round_to_f16_inplace(t.data<float>(), t.numel());
+  else kernels::round_to_bf16_inplace(t.data<float>(), t.numel());
+}
+
 bool is_nondeterministic(const Node& n) { return n.op_type.rfind("Random", 0) == 0 || n.op_type == "Bernoulli"; }
 
 // Outputs up to this size are computed at preparation when all inputs are known.
@@ -75,6 +83,7 @@ struct Session::Plan {
     std::vector<Tensor*> outs;
     OpCost cost;
     std::string kernel_name;
+    std::vector<Shape> in_shapes, out_shapes;  // for plan_summary()
     Shape view_shape;  // kRuntimeView: the output's shape
   };
   std::vector<Step> steps;  // one per node
@@ -87,6 +96,16 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   model_->graph.validate("model");
   optimized_ = std::make_shared<Model>(*model_);
   if (options_.opt_level > 0) optimize_graph(optimized_->graph, options_.opt_level);
+  if (options_.float_emulation != FloatEmulation::kNone) {
+    // Weights as the emulated target stores them. Copies: the model's constants may be shared
+    // with other sessions or mapped read-only from the file.
+    for (Value& v : optimized_->graph.values) {
+      if (!v.is_constant() || v.data->dtype() != DType::kF32) continue;
+      Tensor rounded = v.data->clone();
+      apply_float_emulation(options_.float_emulation, rounded);
+      v.data = std::move(rounded);
+    }
+  }
   const Graph& g = optimized_->graph;
   // Unsupported ops are reported all at once, before anything runs.
   std::vector<std::string> missing;
@@ -243,6 +262,7 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
         for (size_t k = 0; k < n.outputs.size(); ++k) {
           const int v = n.outputs[k];
           if (v < 0 || !results[k].defined()) continue;
+          apply_float_emulation(options_.float_emulation, results[k]);
           plan->slots[static_cast<size_t>(v)] = results[k];
           plan->kinds[static_cast<size_t>(v)] = ValueKind::kShapeTime;
           infos[static_cast<size_t>(v)] = TensorInfo{results[k].dtype(), results[k].shape(), &plan->slots[static_cast<size_t>(v)]};
@@ -374,6 +394,8 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
     const Node& n = g.nodes[ni];
     Plan::Step& step = plan->steps[ni];
     if (step.kind == StepKind::kShapeTime) continue;
+    for (int v : n.inputs) step.in_shapes.push_back(v >= 0 ? infos[static_cast<size_t>(v)].shape : Shape{});
+    for (int v : n.outputs) step.out_shapes.push_back(v >= 0 ? infos[static_cast<size_t>(v)].shape : Shape{});
     step.ins.assign(n.inputs.size(), nullptr);
     step.outs.assign(n.outputs.size(), nullptr);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -423,6 +445,7 @@ void Session::run_unplanned(std::vector<Tensor>& slots) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     run_node(registry_, n, ins, outs);
+    for (Tensor& t : outs) apply_float_emulation(options_.float_emulation, t);
     if (options_.profile) {
       NodeProfile& p = profile_[node_index];
       p.time_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -439,8 +462,19 @@ void Session::run_unplanned(std::vector<Tensor>& slots) {
   }
 }
 
-std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
-  check_inputs(given);
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given_inputs) {
+  check_inputs(given_inputs);
+  // Emulated formats see their inputs rounded too; the caller's tensors are not modified.
+  std::map<std::string, Tensor> rounded_inputs;
+  if (options_.float_emulation != FloatEmulation::kNone) {
+    for (const auto& [name, t] : given_inputs) {
+      Tensor r = t.dtype() == DType::kF32 ? t.clone() : t;
+      apply_float_emulation(options_.float_emulation, r);
+      rounded_inputs.emplace(name, std::move(r));
+    }
+  }
+  const std::map<std::string, Tensor>& given =
+      options_.float_emulation == FloatEmulation::kNone ? given_inputs : rounded_inputs;
   const Graph& g = optimized_->graph;
   bool same_shapes = plan_ != nullptr;
   for (size_t k = 0; same_shapes && k < inputs_.size(); ++k) {
@@ -498,6 +532,11 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
     } else {
       step.schema->reference(ctx);
     }
+    if (options_.float_emulation != FloatEmulation::kNone) {
+      for (Tensor* t : step.outs) {
+        if (t) apply_float_emulation(options_.float_emulation, *t);
+      }
+    }
     if (options_.profile) {
       NodeProfile& p = profile_[ni];
       p.time_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -523,6 +562,27 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given) {
     if (plan.kinds[v] == ValueKind::kRuntimeView) plan.slots[v] = Tensor();
   }
   return result;
+}
+
+std::vector<NodeProfile> Session::plan_summary() const {
+  std::vector<NodeProfile> nodes;
+  if (!plan_ || !plan_->planned) return nodes;
+  const Graph& g = optimized_->graph;
+  for (size_t ni = 0; ni < plan_->steps.size(); ++ni) {
+    const Plan::Step& step = plan_->steps[ni];
+    if (step.kind != StepKind::kExecute) continue;
+    NodeProfile p;
+    p.node_index = ni;
+    p.name = g.nodes[ni].name;
+    p.op_type = g.nodes[ni].op_type;
+    p.kernel = step.kernel_name;
+    p.input_shapes = step.in_shapes;
+    p.output_shapes = step.out_shapes;
+    p.macs = step.cost.macs;
+    p.bytes = step.cost.bytes_read + step.cost.bytes_written;
+    nodes.push_back(std::move(p));
+  }
+  return nodes;
 }
 
 std::vector<std::string> Session::kernel_names() const {

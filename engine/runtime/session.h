@@ -27,6 +27,13 @@
 
 namespace xnn {
 
+// Numeric emulation of a narrower float format (a simulated GPU or NPU's arithmetic): float
+// weights are rounded to the format when the session is created, graph inputs when a run
+// starts, and every float tensor an op produces right after the op. Inside an op the math stays
+// fp32 (like GPUs that accumulate in fp32 but store tensors in fp16). Costs a pass over each
+// output; meant for accuracy evaluation, not for speed.
+enum class FloatEmulation { kNone, kF16, kBF16 };
+
 struct SessionOptions {
   int threads = 1;
   // Time every node of every run (per-op profile); costs two clock reads per node.
@@ -41,6 +48,7 @@ struct SessionOptions {
   // Plan intermediate tensors into one arena (false: each tensor gets its own buffer, as
   // the reference runtime did; for debugging the planner).
   bool memory_planning = true;
+  FloatEmulation float_emulation = FloatEmulation::kNone;
 };
 
 // One node's share of the last profiled run.
@@ -96,6 +104,12 @@ class Session {
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
   // Same, keyed by output name.
   std::map<std::string, Tensor> run_named(const std::map<std::string, Tensor>& inputs);
+
+  // What the prepared plan will execute, without running it: one entry per executed node of the
+  // optimised graph (views and shape-time nodes left out, as in the profile) with its kernel,
+  // shapes and cost; time_ms is 0. Latency predictors featurise models from it. Empty before
+  // prepare() and for graphs without a static plan (data-dependent shapes).
+  std::vector<NodeProfile> plan_summary() const;
 
   // Per-node timings of the last run (empty unless options.profile).
   const std::vector<NodeProfile>& last_profile() const { return profile_; }

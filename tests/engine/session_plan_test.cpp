@@ -9,6 +9,7 @@
 #include <execinfo.h>
 #include <random>
 
+#include "engine/core/half.h"
 #include "engine/runtime/session.h"
 
 // Counting global operator new: a steady-state Session::run must not call it. The replacements
@@ -299,6 +300,76 @@ TEST(SessionPlan, InPlaceOnlyWhenTheInputDies) {
   const Tensor in = random_tensor({64}, 9);
   EXPECT_EQ(max_rel_diff(s.run({{"x", in}})[0], ref.run({{"x", in}})[0]), 0.0);
   EXPECT_GE(s.memory_stats().in_place_tensors, 1);
+}
+
+TEST(SessionPlan, PlanSummaryDescribesWhatTheProfiledRunExecutes) {
+  SessionOptions o;
+  o.profile = true;
+  Session s(small_cnn(2), o);
+  EXPECT_TRUE(s.plan_summary().empty()) << "nothing is prepared yet";
+  s.prepare({{"x", {2, 8, 12, 12}}});
+  const std::vector<NodeProfile> planned = s.plan_summary();
+  s.run({{"x", random_tensor({2, 8, 12, 12}, 3)}});
+  const std::vector<NodeProfile>& ran = s.last_profile();
+  ASSERT_EQ(planned.size(), ran.size());
+  ASSERT_FALSE(planned.empty());
+  for (size_t i = 0; i < planned.size(); ++i) {
+    EXPECT_EQ(planned[i].node_index, ran[i].node_index);
+    EXPECT_EQ(planned[i].name, ran[i].name);
+    EXPECT_EQ(planned[i].op_type, ran[i].op_type);
+    EXPECT_EQ(planned[i].kernel, ran[i].kernel);
+    EXPECT_EQ(planned[i].input_shapes, ran[i].input_shapes) << planned[i].name;
+    EXPECT_EQ(planned[i].output_shapes, ran[i].output_shapes) << planned[i].name;
+    EXPECT_EQ(planned[i].macs, ran[i].macs);
+    EXPECT_EQ(planned[i].time_ms, 0.0);
+  }
+  EXPECT_EQ(planned.front().input_shapes[0], (Shape{2, 8, 12, 12}));
+}
+
+// Every float a narrow-format session produces is representable in that format, the results
+// stay close to fp32, and the model's own weights are left untouched.
+TEST(SessionPlan, FloatEmulationRoundsWeightsInputsAndEveryOutput) {
+  auto model = small_cnn(1);
+  const Tensor x = random_tensor({1, 8, 12, 12}, 21);
+  Session fp32(model);
+  const std::vector<Tensor> want = fp32.run({{"x", x}});
+  const Tensor x_before = x.clone();
+  for (FloatEmulation fe : {FloatEmulation::kF16, FloatEmulation::kBF16}) {
+    SessionOptions o;
+    o.float_emulation = fe;
+    o.profile = true;
+    Session s(model, o);
+    const std::vector<Tensor> got = s.run({{"x", x}});
+    const double bound = fe == FloatEmulation::kF16 ? 2e-2 : 1e-1;  // 11 vs 8 significant bits
+    for (size_t k = 0; k < got.size(); ++k) {
+      const double d = max_rel_diff(got[k], want[k]);
+      EXPECT_GT(d, 0.0) << "emulation changed nothing";
+      EXPECT_LE(d, bound);
+      Tensor again = got[k].clone();
+      float* p = again.data<float>();
+      for (int64_t i = 0; i < again.numel(); ++i) {
+        const float r = fe == FloatEmulation::kF16 ? Half::to_float(Half::from_float(p[i])) : p[i];
+        ASSERT_EQ(r, got[k].data<float>()[i]) << "output " << k << " element " << i << " is not an fp16 value";
+      }
+    }
+    for (const Value& v : s.optimized_graph().values) {
+      if (!v.is_constant() || v.data->dtype() != DType::kF32 || fe != FloatEmulation::kF16) continue;
+      for (int64_t i = 0; i < v.data->numel(); ++i) {
+        const float w = v.data->data<float>()[i];
+        ASSERT_EQ(Half::to_float(Half::from_float(w)), w) << v.name;
+      }
+    }
+  }
+  EXPECT_EQ(max_rel_diff(x, x_before), 0.0) << "the caller's input was modified";
+  for (const Value& v : model->graph.values) {
+    if (v.name != "w1") continue;
+    bool some_not_half = false;
+    for (int64_t i = 0; i < v.data->numel(); ++i) {
+      const float w = v.data->data<float>()[i];
+      some_not_half |= Half::to_float(Half::from_float(w)) != w;
+    }
+    EXPECT_TRUE(some_not_half) << "the model's weights were rounded in place";
+  }
 }
 
 }  // namespace
