@@ -9,6 +9,9 @@ void register_nn_ops(OpRegistry& r) {
   register_pool_ops(r);
   register_normalization_ops(r);
   register_softmax_ops(r);
+  register_quantization_ops(r);
+  register_quantized_matmul_ops(r);
+  register_quantized_conv_ops(r);
 }
 
 }  // namespace xnn

@@ -12,33 +12,17 @@
 
 #include "engine/ops/op_helpers.h"
 #include "engine/runtime/executor.h"
+#include "tests/engine/op_test_util.h"
 
 namespace xnn {
 namespace {
 
-using Attrs = std::map<std::string, Attribute>;
-
-std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {},
-                           const std::string& domain = "", const std::string& name = "node_under_test") {
-  Node node;
-  node.op_type = op;
-  node.domain = domain;
-  node.name = name;
-  node.attrs = attrs;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(inputs[i].defined() ? static_cast<int>(i) : -1);
-    ptrs.push_back(inputs[i].defined() ? &inputs[i] : nullptr);
-  }
-  node.outputs.push_back(100);
-  std::vector<Tensor> outputs;
-  run_node(OpRegistry::builtin(), node, ptrs, outputs);
-  return outputs;
-}
+using op_test::Attrs;
+using op_test::run_op;
 
 Tensor run1(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {},
             const std::string& domain = "") {
-  return run_op(op, inputs, attrs, domain).at(0);
+  return run_op(op, inputs, attrs, 1, domain).at(0);
 }
 
 Tensor random_tensor(std::mt19937& rng, Shape shape, float lo = -2.0f, float hi = 2.0f) {

@@ -12,29 +12,13 @@
 
 #include "engine/ops/op_helpers.h"
 #include "engine/runtime/executor.h"
+#include "tests/engine/op_test_util.h"
 
 namespace xnn {
 namespace {
 
-using Attrs = std::map<std::string, Attribute>;
-
-// Runs one node through the registry. Undefined tensors in `inputs` are absent optional inputs.
-std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {},
-                           int num_outputs = 1, const std::string& name = "node_under_test") {
-  Node node;
-  node.op_type = op;
-  node.name = name;
-  node.attrs = attrs;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(inputs[i].defined() ? static_cast<int>(i) : -1);
-    ptrs.push_back(inputs[i].defined() ? &inputs[i] : nullptr);
-  }
-  for (int i = 0; i < num_outputs; ++i) node.outputs.push_back(100 + i);
-  std::vector<Tensor> outputs;
-  run_node(OpRegistry::builtin(), node, ptrs, outputs);
-  return outputs;
-}
+using op_test::Attrs;
+using op_test::run_op;
 
 Tensor random_tensor(std::mt19937& rng, Shape shape, float lo = -1.0f, float hi = 1.0f) {
   Tensor t(DType::kF32, std::move(shape));
