@@ -102,13 +102,14 @@ void rows_scalar(const DwRows& a, const Activation& act) {
 
 void rows_scalar_dispatch(const DwRows& a, const Activation& act) {
   if (a.kernel == 3) return a.stride == 1 ? rows_scalar<3, 1>(a, act) : rows_scalar<3, 2>(a, act);
-  return a.stride == 1 ? rows_scalar<5, 1>(a, act) : rows_scalar<5, 2>(a, act);
+  if (a.kernel == 5) return a.stride == 1 ? rows_scalar<5, 1>(a, act) : rows_scalar<5, 2>(a, act);
+  return a.stride == 1 ? rows_scalar<7, 1>(a, act) : rows_scalar<7, 2>(a, act);
 }
 
 }  // namespace
 
 bool f32_dwconv_supported(int64_t kernel, int64_t stride, int64_t dilation) {
-  return (kernel == 3 || kernel == 5) && (stride == 1 || stride == 2) && dilation == 1;
+  return (kernel == 3 || kernel == 5 || kernel == 7) && (stride == 1 || stride == 2) && dilation == 1;
 }
 
 std::string dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
@@ -118,7 +119,7 @@ std::string dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
 
 void f32_dwconv(const DepthwiseParams& p, const float* input, const float* weights, const float* bias,
                 const float* residual, const Activation& act, float* output, ThreadPool* pool, Isa isa) {
-  XNN_CHECK(f32_dwconv_supported(p.kernel, p.stride, 1), "f32_dwconv: kernel must be 3 or 5 and stride 1 or 2");
+  XNN_CHECK(f32_dwconv_supported(p.kernel, p.stride, 1), "f32_dwconv: kernel must be 3, 5 or 7 and stride 1 or 2");
   XNN_CHECK(p.pad_t >= 0 && p.pad_l >= 0, "f32_dwconv: negative padding");
   if (p.channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
   const bool avx2 = use_avx2(isa);

@@ -1,4 +1,4 @@
-// fp32 NCHW depthwise convolution (group = channels, one filter per channel), 3×3 and 5×5,
+// fp32 NCHW depthwise convolution (group = channels, one filter per channel), 3×3, 5×5 and 7×7,
 // stride 1 and 2, dilation 1, any padding; bias, residual and activation fused in the epilogue:
 //   out = act(conv(input, weights) + bias + residual).
 //
@@ -12,7 +12,7 @@
 // small plane (14×14, 7×7) is one chunk, which keeps per-call overhead off the late layers.
 //
 // The row kernels compute groups of R output rows (R = 4) along the output width, 8 outputs per
-// ymm (5×5: 16 per step): each padded input row is loaded once per group and feeds every output
+// ymm (5×5 and 7×7: 16 per step): each padded input row is loaded once per group and feeds every output
 // row of the group that uses it, which roughly halves the loads per FMA compared with one row at
 // a time. The last partial vector of a row is computed in full from the padded buffer and stored
 // masked. The scalar kernels share the buffer and the summation order (bias, then taps row by
@@ -29,12 +29,12 @@ namespace xnn::kernels {
 
 struct DepthwiseParams {
   int64_t channels = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
-  int64_t kernel = 3;  // 3 or 5
+  int64_t kernel = 3;  // 3, 5 or 7
   int64_t stride = 1;  // 1 or 2
   int64_t pad_t = 0, pad_l = 0;
 };
 
-// Kernel 3 or 5, stride 1 or 2, dilation 1.
+// Kernel 3, 5 or 7, stride 1 or 2, dilation 1.
 bool f32_dwconv_supported(int64_t kernel, int64_t stride, int64_t dilation);
 
 // One image: input [channels][in_h][in_w], weights [channels][kernel][kernel], bias [channels]

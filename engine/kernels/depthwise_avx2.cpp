@@ -43,8 +43,8 @@ struct Epilogue {
 
 // R output rows × 8·NV columns starting at column x. Input row i of the group feeds output row
 // r through kernel row kh = i - r·S; each loaded vector is reused by every such r.
-// K = 3 keeps the 9 broadcast weights in registers (wv); K = 5 broadcasts from memory (25
-// weights do not fit beside the accumulators), which the 16-column step amortises.
+// K = 3 keeps the 9 broadcast weights in registers (wv); K = 5 and 7 broadcast from memory (25
+// or 49 weights do not fit beside the accumulators), which the 16-column step amortises.
 template <int K, int S, int R, int NV, bool kMasked>
 inline __attribute__((always_inline)) void tile(const DwRows& a, const __m256* wv, const Epilogue& ep, int64_t x,
                                                 __m256i mask) {
@@ -58,7 +58,7 @@ inline __attribute__((always_inline)) void tile(const DwRows& a, const __m256* w
 #pragma GCC unroll 16
   for (int i = 0; i < (R - 1) * S + K; ++i) {
     const float* row = a.in + i * a.in_stride + x;
-#pragma GCC unroll 5
+#pragma GCC unroll 7
     for (int kw = 0; kw < K; ++kw) {
       const float* p = S == 1 ? row + kw : row + ((kw & 1) ? a.odd_offset : 0) + kw / 2;
       __m256 v[NV];
@@ -98,7 +98,7 @@ template <int K, int S, int R>
 inline __attribute__((always_inline)) void group(const DwRows& a, const __m256* wv, const Epilogue& ep) {
   const __m256i none = _mm256_setzero_si256();
   int64_t x = 0;
-  if constexpr (K == 5) {
+  if constexpr (K >= 5) {
     for (; x + 16 <= a.out_w; x += 16) tile<K, S, R, 2, false>(a, wv, ep, x, none);
   }
   for (; x + 8 <= a.out_w; x += 8) tile<K, S, R, 1, false>(a, wv, ep, x, none);
@@ -206,7 +206,10 @@ void f32_dwconv_rows__avx2(const DwRows& a, const Activation& act) {
   if (a.kernel == 3) {
     return a.stride == 1 ? rows_kernel<3, 1>(a, act) : rows_kernel<3, 2>(a, act);
   }
-  return a.stride == 1 ? rows_kernel<5, 1>(a, act) : rows_kernel<5, 2>(a, act);
+  if (a.kernel == 5) {
+    return a.stride == 1 ? rows_kernel<5, 1>(a, act) : rows_kernel<5, 2>(a, act);
+  }
+  return a.stride == 1 ? rows_kernel<7, 1>(a, act) : rows_kernel<7, 2>(a, act);
 }
 
 }  // namespace xnn::kernels

@@ -143,7 +143,7 @@ TEST_P(DepthwiseIsa, RandomShapes) {
                              Activation{ActKind::kSigmoid}, Activation{ActKind::kSilu}};
   for (int iter = 0; iter < 160; ++iter) {
     Case t;
-    t.k = rng() % 2 ? 3 : 5;
+    t.k = 3 + 2 * static_cast<int64_t>(rng() % 3);  // 3, 5 or 7
     t.s = rng() % 2 ? 1 : 2;
     t.c = 1 + rng() % 6;
     t.h = t.k + rng() % 20;
@@ -167,6 +167,7 @@ TEST_P(DepthwiseIsa, EdgeShapes) {
       {1, 7, 7, 3, 1, 1, 1, 1, 1},   {1, 8, 8, 3, 1, 1, 1, 1, 1},   {1, 9, 17, 3, 1, 1, 1, 1, 1},
       {2, 16, 16, 3, 2, 0, 0, 1, 1}, {2, 15, 33, 5, 2, 2, 2, 2, 2}, {1, 40, 40, 3, 1, 0, 0, 0, 0},
       {1, 33, 31, 5, 1, 2, 2, 2, 2}, {3, 12, 24, 5, 2, 1, 2, 2, 1}, {2, 5, 40, 3, 2, 3, 0, 0, 3},
+      {1, 7, 7, 7, 1, 3, 3, 3, 3},   {2, 3, 17, 7, 2, 3, 3, 3, 3},   {1, 19, 9, 7, 2, 0, 1, 2, 3},
   };
   for (const Case& t : cases) {
     for (int threads : {1, 2}) {
@@ -182,7 +183,7 @@ TEST_P(DepthwiseIsa, ModelShapes) {
       {4, 112, 112, 3, 1, 1, 1, 1, 1}, {3, 112, 112, 3, 2, 0, 0, 1, 1}, {8, 56, 56, 3, 1, 1, 1, 1, 1},
       {8, 28, 28, 3, 2, 0, 0, 1, 1},   {16, 14, 14, 3, 1, 1, 1, 1, 1},  {16, 7, 7, 3, 1, 1, 1, 1, 1},
       {8, 28, 28, 5, 2, 1, 1, 2, 2},   {16, 14, 14, 5, 1, 2, 2, 2, 2},  {16, 7, 7, 5, 1, 2, 2, 2, 2},
-      {8, 112, 112, 3, 2, 1, 1, 1, 1},
+      {8, 112, 112, 3, 2, 1, 1, 1, 1}, {8, 56, 56, 7, 2, 3, 3, 3, 3},   {16, 14, 14, 7, 1, 3, 3, 3, 3},
   };
   for (const Case& t : cases) {
     check_case(t, GetParam(), 2, true, false, false, Activation{ActKind::kHardSwish}, 9);
@@ -196,7 +197,8 @@ INSTANTIATE_TEST_SUITE_P(Depthwise, DepthwiseIsa, ::testing::Values(Isa::kScalar
 TEST(DepthwiseKernel, SupportAndNames) {
   EXPECT_TRUE(f32_dwconv_supported(3, 1, 1));
   EXPECT_TRUE(f32_dwconv_supported(5, 2, 1));
-  EXPECT_FALSE(f32_dwconv_supported(7, 1, 1));
+  EXPECT_TRUE(f32_dwconv_supported(7, 1, 1));
+  EXPECT_FALSE(f32_dwconv_supported(9, 1, 1));
   EXPECT_FALSE(f32_dwconv_supported(3, 3, 1));
   EXPECT_FALSE(f32_dwconv_supported(3, 1, 2));
   EXPECT_EQ(dwconv_kernel_name(3, 1, Isa::kScalar), "f32_dwconv3x3s1__scalar");

@@ -1,7 +1,7 @@
 // Conv and ai.xnn FusedConv (2-D, fp32, NCHW, constant weights) on the CPU.
 //
 // Algorithm rule (per node, at preparation; --tune replaces it by timing the candidates):
-//   1. depthwise (group == C_in == C_out), square 3x3/5x5 kernel, stride 1 or 2, dilation 1
+//   1. depthwise (group == C_in == C_out), square 3x3/5x5/7x7 kernel, stride 1 or 2, dilation 1
 //        -> f32_dwconv (direct, vectorised along the output row);
 //   2. group 1, 1x1 kernel, stride 1, no padding -> GEMM on the input as is
 //        (A = weights [C_out x C_in], B = input [C_in x H*W]);
