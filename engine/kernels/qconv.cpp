@@ -1,0 +1,174 @@
+// Int8 convolution: 1×1 direct GEMM, uint8 im2col + GEMM, and the reference (design in qconv.h).
+#include "engine/kernels/qconv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "engine/core/error.h"
+#include "engine/kernels/scratch.h"
+
+namespace xnn::kernels {
+namespace {
+
+// Floor of a / b for b > 0 (C++ division truncates toward zero).
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The i in [0, count) with base + i·step in [0, limit) (step > 0), as [begin, end).
+struct Range {
+  int64_t begin, end;
+};
+Range inside_range(int64_t base, int64_t step, int64_t limit, int64_t count) {
+  const int64_t begin = std::clamp<int64_t>(-floor_div(base, step), 0, count);
+  const int64_t end = std::clamp<int64_t>(floor_div(limit - 1 - base, step) + 1, begin, count);
+  return {begin, end};
+}
+
+// Rows r = (c, ki, kj) of group g's column matrix for output positions [c0, c0 + cols): the input
+// pixel each tap reads, x_zp in the padding. Row r lands at col + r·cols.
+void im2col_block(const QConvShape& s, const uint8_t* xg, uint8_t x_zp, int64_t c0, int64_t cols, uint8_t* col) {
+  const int64_t k = s.depth(), ow = s.out_w();
+  for (int64_t r = 0; r < k; ++r) {
+    const int64_t c = r / (s.kernel_h * s.kernel_w), ki = (r / s.kernel_w) % s.kernel_h, kj = r % s.kernel_w;
+    const uint8_t* plane = xg + c * s.in_h * s.in_w;
+    uint8_t* dst = col + r * cols;
+    for (int64_t p = c0, end = c0 + cols; p < end;) {
+      const int64_t oy = p / ow, ox0 = p % ow;
+      const int64_t run = std::min(ow - ox0, end - p);  // positions left in this output row
+      const int64_t iy = oy * s.stride_h + ki * s.dilation_h - s.pad_t;
+      uint8_t* d = dst + (p - c0);
+      if (iy < 0 || iy >= s.in_h) {
+        std::memset(d, x_zp, static_cast<size_t>(run));
+      } else {
+        const int64_t base = kj * s.dilation_w - s.pad_l;  // ix = ox·sw + base
+        const Range in = inside_range(base + ox0 * s.stride_w, s.stride_w, s.in_w, run);
+        std::memset(d, x_zp, static_cast<size_t>(in.begin));
+        const uint8_t* src = plane + iy * s.in_w + base + (ox0 + in.begin) * s.stride_w;
+        if (s.stride_w == 1) {
+          std::memcpy(d + in.begin, src, static_cast<size_t>(in.end - in.begin));
+        } else {
+          for (int64_t i = 0; i < in.end - in.begin; ++i) d[in.begin + i] = src[i * s.stride_w];
+        }
+        std::memset(d + in.end, x_zp, static_cast<size_t>(run - in.end));
+      }
+      p += run;
+    }
+  }
+}
+
+// The group's slice of the requantisation (its output channels' multipliers).
+QRequant group_requant(const QRequant& rq, const QConvShape& s, int64_t g) {
+  QRequant r = rq;
+  r.multiplier = rq.multiplier + g * s.out_per_group();
+  return r;
+}
+
+}  // namespace
+
+void check_qconv_shape(const QConvShape& s) {
+  const auto positive = [](int64_t v, const char* name) {
+    XNN_CHECK(v > 0, std::string("qs8 conv: ") + name + " is " + std::to_string(v) + ", expected > 0");
+  };
+  positive(s.in_channels, "in_channels");
+  positive(s.in_h, "in_h");
+  positive(s.in_w, "in_w");
+  positive(s.out_channels, "out_channels");
+  positive(s.kernel_h, "kernel_h");
+  positive(s.kernel_w, "kernel_w");
+  positive(s.stride_h, "stride_h");
+  positive(s.stride_w, "stride_w");
+  positive(s.dilation_h, "dilation_h");
+  positive(s.dilation_w, "dilation_w");
+  positive(s.groups, "groups");
+  XNN_CHECK(s.pad_t >= 0 && s.pad_l >= 0 && s.pad_b >= 0 && s.pad_r >= 0, "qs8 conv: negative padding");
+  XNN_CHECK(s.in_channels % s.groups == 0 && s.out_channels % s.groups == 0,
+            "qs8 conv: in_channels " + std::to_string(s.in_channels) + " and out_channels " +
+                std::to_string(s.out_channels) + " must be multiples of groups " + std::to_string(s.groups));
+  XNN_CHECK(s.in_h + s.pad_t + s.pad_b >= s.dilation_h * (s.kernel_h - 1) + 1 &&
+                s.in_w + s.pad_l + s.pad_r >= s.dilation_w * (s.kernel_w - 1) + 1,
+            "qs8 conv: the (dilated) kernel is larger than the padded input");
+}
+
+PackedQConvWeights::PackedQConvWeights(const QConvShape& s, const int8_t* weights, const int32_t* bias, Isa isa)
+    : shape_(s) {
+  check_qconv_shape(s);
+  direct_ = s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
+            s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0;
+  const int64_t m = s.out_per_group(), k = s.depth();
+  groups_.reserve(static_cast<size_t>(s.groups));
+  for (int64_t g = 0; g < s.groups; ++g) {
+    groups_.emplace_back(m, k, weights + g * m * k, k, bias ? bias + g * m : nullptr, isa);
+  }
+}
+
+std::string PackedQConvWeights::kernel_name() const {
+  return std::string(direct_ ? "qs8_conv_1x1+" : "qs8_conv_im2col+") + groups_.front().kernel_name();
+}
+
+void qs8_conv2d(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zero_point, const QRequant& rq,
+                uint8_t* output, ThreadPool* pool) {
+  const QConvShape& s = w.shape();
+  check_requant(rq, s.out_channels, "qs8_conv2d");
+  const int64_t n = s.out_h() * s.out_w(), k = s.depth();
+  const int64_t in_plane = s.in_h * s.in_w;
+  for (int64_t g = 0; g < s.groups; ++g) {
+    const uint8_t* xg = input + g * s.in_per_group() * in_plane;
+    uint8_t* yg = output + g * s.out_per_group() * n;
+    const QRequant rg = group_requant(rq, s, g);
+    if (w.direct_gemm()) {
+      qs8_gemm(w.group(g), n, xg, n, x_zero_point, rg, yg, n, pool);
+      continue;
+    }
+    // Column blocks of about 256 KiB of uint8 im2col, so the block is still in L2 when the GEMM
+    // packs it.
+    const int64_t nb = std::min(n, std::clamp<int64_t>((int64_t{256} << 10) / std::max<int64_t>(k, 1), 64, 4096) / 16 * 16);
+    const int64_t blocks = (n + nb - 1) / nb;
+    const int threads = pool ? pool->threads() : 1;
+    const auto block = [&](int64_t bi, ThreadPool* gemm_pool) {
+      const int64_t c0 = bi * nb, cols = std::min(nb, n - c0);
+      auto* col = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>((k * cols + 3) / 4), 2));
+      im2col_block(s, xg, x_zero_point, c0, cols, col);
+      qs8_gemm(w.group(g), cols, col, cols, x_zero_point, rg, yg + c0, n, gemm_pool);
+    };
+    if (blocks >= 2 * threads) {
+      parallel_for(pool, blocks, [&](int64_t bi) { block(bi, nullptr); });
+    } else {
+      for (int64_t bi = 0; bi < blocks; ++bi) block(bi, pool);
+    }
+  }
+}
+
+void qs8_conv2d_reference(const QConvShape& s, const int8_t* weights, const int32_t* bias, const uint8_t* input,
+                          uint8_t x_zero_point, const QRequant& rq, uint8_t* output) {
+  check_qconv_shape(s);
+  check_requant(rq, s.out_channels, "qs8_conv2d_reference");
+  const float lower = requant_lower(rq), upper = requant_upper(rq);
+  const int64_t oh = s.out_h(), ow = s.out_w(), cin_g = s.in_per_group();
+  for (int64_t o = 0; o < s.out_channels; ++o) {
+    const int64_t g = o / s.out_per_group();
+    const int8_t* wo = weights + o * s.depth();
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        int64_t acc = bias ? bias[o] : 0;
+        for (int64_t c = 0; c < cin_g; ++c) {
+          const uint8_t* plane = input + (g * cin_g + c) * s.in_h * s.in_w;
+          for (int64_t ki = 0; ki < s.kernel_h; ++ki) {
+            const int64_t iy = oy * s.stride_h - s.pad_t + ki * s.dilation_h;
+            for (int64_t kj = 0; kj < s.kernel_w; ++kj) {
+              const int64_t ix = ox * s.stride_w - s.pad_l + kj * s.dilation_w;
+              const bool inside = iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w;
+              const int64_t v = inside ? plane[iy * s.in_w + ix] : x_zero_point;
+              acc += int64_t{wo[(c * s.kernel_h + ki) * s.kernel_w + kj]} * (v - x_zero_point);
+            }
+          }
+        }
+        XNN_CHECK(acc >= std::numeric_limits<int32_t>::min() && acc <= std::numeric_limits<int32_t>::max(),
+                  "qs8_conv2d_reference: accumulator of output channel " + std::to_string(o) + " overflows int32");
+        output[(o * oh + oy) * ow + ox] =
+            requantize(static_cast<int32_t>(acc), rq.multiplier[o], lower, upper, rq.zero_point);
+      }
+    }
+  }
+}
+
+}  // namespace xnn::kernels

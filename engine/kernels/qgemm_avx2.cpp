@@ -1,0 +1,244 @@
+// AVX2 int8 GEMM micro-kernels and X packers (compiled with -mavx2; called only after cpuid says
+// so). Layouts and the exactness conditions are in qgemm.h / qgemm_internal.h.
+//
+// This CPU has no VNNI, so a multiply-accumulate is two instructions:
+//   c2: vpmaddwd(x pairs int16, w pair int16) -> 8 int32 (16 products), vpaddd into the tile.
+//       Exact for all inputs. 6x16: 12 accumulators + 2 X vectors + 1 broadcast + 1 product = 16
+//       ymm; per k pair 2 loads, 6 broadcasts, 12 vpmaddwd (ports 0/1) and 12 vpaddd (0/1/5).
+//   c4: vpmaddubsw(x quads u8, w quad s8) -> 16 int16 pair sums (32 products), vpmaddwd(·, 1)
+//       -> 8 int32, vpaddd: half the port-0/1 work per product of c2. Used only for weights whose
+//       pairs cannot saturate (checked at packing). 4x16: 8 accumulators + the constant 1s leave
+//       room for the two temporaries without spills.
+// The epilogue requantises in registers, with the same float operations as requantize() and
+// the lower clamp moved to the bytes (store_row proves the bytes equal), and stores uint8; edge
+// tiles go through a stack row so nothing outside Y is written.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/kernels/qgemm_internal.h"
+
+namespace xnn::kernels::internal {
+namespace {
+
+inline int32_t load32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Requantises one row of a tile (NV vectors of 8 int32) and stores its first nr bytes.
+//
+// requantize() clamps to [lower, upper] in float, rounds and adds the zero point. Here only the
+// upper clamp is done in float (it also keeps cvtps2dq in range: above 2^31 it would return
+// INT32_MIN); the lower one is done on the bytes, as XNNPACK does: with r = cvtps2dq(min(v,
+// upper)) = round(min(v, upper)) (r may be INT32_MIN when v < −2^31),
+//   v >= lower: lower <= r <= upper, so r + zp is in [qmin, qmax] and every saturating step
+//               below (packssdw, paddsw, packuswb) is exact: the byte is requantize()'s;
+//   v <  lower: r <= lower (rounding is monotone, lower is an integer), so the saturated
+//               r + zp is <= qmin and max(·, qmin) gives qmin, as requantize() does.
+// Two instructions per 16 outputs fewer than clamping both ends in float.
+template <int NV>
+inline void store_row(const __m256i (&acc)[NV], float multiplier, const QTileParams& p, size_t nr, uint8_t* row) {
+  const __m256 mult = _mm256_set1_ps(multiplier);
+  const __m256 upper = _mm256_set1_ps(p.upper);
+  __m256i r[NV];
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; ++v) {
+    r[v] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[v]), mult), upper));
+  }
+  __m128i b;
+  if constexpr (NV == 2) {
+    // packssdw interleaves 128-bit lanes: [r0 0-3, r1 0-3 | r0 4-7, r1 4-7]; the permute restores
+    // column order before the final pack to bytes.
+    __m256i s = _mm256_adds_epi16(_mm256_packs_epi32(r[0], r[1]), _mm256_set1_epi16(static_cast<int16_t>(p.zero_point)));
+    s = _mm256_permute4x64_epi64(s, 0xD8);
+    b = _mm_packus_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  } else {
+    __m128i s = _mm_packs_epi32(_mm256_castsi256_si128(r[0]), _mm256_extracti128_si256(r[0], 1));
+    s = _mm_adds_epi16(s, _mm_set1_epi16(static_cast<int16_t>(p.zero_point)));
+    b = _mm_packus_epi16(s, s);
+  }
+  b = _mm_max_epu8(b, _mm_set1_epi8(static_cast<char>(p.qmin)));
+  if (nr == 8 * NV) {
+    if constexpr (NV == 2) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(row), b);
+    } else {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(row), b);
+    }
+  } else {
+    alignas(16) uint8_t t[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(t), b);
+    std::memcpy(row, t, nr);
+  }
+}
+
+template <int MR, int NV>
+inline void store_tile(const __m256i (&acc)[MR][NV], size_t mr, size_t nr, const QTileParams& p, uint8_t* y,
+                       int64_t ldy) {
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    if (static_cast<size_t>(i) >= mr) break;
+    store_row<NV>(acc[i], p.multiplier[i], p, nr, y + i * ldy);
+  }
+}
+
+// c2: NV vectors of 8 columns (NV = 1 reads the first half of a 16-column panel).
+template <int MR, int NV>
+inline void qgemm_c2(size_t mr, size_t nr, size_t groups, const int16_t* w, const int16_t* x, const QTileParams& p,
+                     uint8_t* y, int64_t ldy) {
+  __m256i acc[MR][NV];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    const __m256i init = _mm256_set1_epi32(p.init[i]);
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[i][v] = init;
+  }
+#pragma GCC unroll 2
+  for (size_t g = groups; g != 0; --g) {
+    __m256i xv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) xv[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(x + 16 * v));
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256i wi = _mm256_set1_epi32(load32(w + 2 * i));
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(xv[v], wi));
+    }
+    w += 2 * MR;
+    x += 2 * kAvx2Nr;
+  }
+  store_tile<MR, NV>(acc, mr, nr, p, y, ldy);
+}
+
+// c4: vpmaddubsw's first operand is the unsigned one (X), the second the signed one (W).
+template <int MR, int NV>
+inline void qgemm_c4(size_t mr, size_t nr, size_t groups, const int8_t* w, const uint8_t* x, const QTileParams& p,
+                     uint8_t* y, int64_t ldy) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[MR][NV];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    const __m256i init = _mm256_set1_epi32(p.init[i]);
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[i][v] = init;
+  }
+#pragma GCC unroll 2
+  for (size_t g = groups; g != 0; --g) {
+    __m256i xv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) xv[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(x + 32 * v));
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256i wi = _mm256_set1_epi32(load32(w + 4 * i));
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) {
+        const __m256i pairs = _mm256_maddubs_epi16(xv[v], wi);
+        acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(pairs, ones));
+      }
+    }
+    w += 4 * MR;
+    x += 4 * kAvx2Nr;
+  }
+  store_tile<MR, NV>(acc, mr, nr, p, y, ldy);
+}
+
+// A panel with cols < 16 valid columns (the block's last), element by element with zero fill.
+template <int KU, typename T>
+void pack_partial_panel(const uint8_t* x, int64_t ldx, int64_t k, int64_t col0, int64_t cols, T* out) {
+  const int64_t groups = (k + KU - 1) / KU;
+  for (int64_t g = 0; g < groups; ++g, out += kAvx2Nr * KU) {
+    for (int u = 0; u < KU; ++u) {
+      const int64_t kk = g * KU + u;
+      for (int64_t c = 0; c < kAvx2Nr; ++c)
+        out[c * KU + u] = static_cast<T>(kk < k && c < cols ? x[kk * ldx + col0 + c] : 0);
+    }
+  }
+}
+
+inline __m128i load_row16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+
+}  // namespace
+
+XNN_QGEMM_UKERNEL(qs8_gemm_6x16c2__avx2) {
+  qgemm_c2<kAvx2C2Mr, 2>(mr, nr, groups, static_cast<const int16_t*>(w), static_cast<const int16_t*>(x), p, y, ldy);
+}
+XNN_QGEMM_UKERNEL(qs8_gemm_6x8c2__avx2) {
+  qgemm_c2<kAvx2C2Mr, 1>(mr, nr, groups, static_cast<const int16_t*>(w), static_cast<const int16_t*>(x), p, y, ldy);
+}
+XNN_QGEMM_UKERNEL(qs8_gemm_4x16c4__avx2) {
+  qgemm_c4<kAvx2C4Mr, 2>(mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x), p, y, ldy);
+}
+XNN_QGEMM_UKERNEL(qs8_gemm_4x8c4__avx2) {
+  qgemm_c4<kAvx2C4Mr, 1>(mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x), p, y, ldy);
+}
+
+// Full panels take 4 groups (8 rows of X) per visit: 8 sequential read streams, and each panel
+// receives 256 contiguous bytes at a time instead of one group per panel in turn (panels a
+// multiple of 4 KiB apart would then contend for the same L1 sets, as in the fp32 packer).
+XNN_QPACK_X(qs8_pack_x_16c2__avx2) {
+  auto* out = static_cast<int16_t*>(dst);
+  const int64_t groups = (k + 1) / 2;
+  const int64_t panel = groups * 2 * kAvx2Nr;  // int16 per panel
+  const int64_t full_panels = nc / kAvx2Nr;
+  const __m128i zero = _mm_setzero_si128();
+  for (int64_t g0 = 0; g0 < groups; g0 += 4) {
+    const int64_t gn = std::min<int64_t>(4, groups - g0);
+    const uint8_t* src = x + 2 * g0 * ldx + j0;
+    int16_t* o = out + g0 * 2 * kAvx2Nr;
+    for (int64_t q = 0; q < full_panels; ++q, src += kAvx2Nr, o += panel) {
+      for (int64_t gg = 0; gg < gn; ++gg) {
+        const int64_t row = 2 * (g0 + gg);
+        const __m128i r0 = load_row16(src + 2 * gg * ldx);
+        const __m128i r1 = row + 1 < k ? load_row16(src + (2 * gg + 1) * ldx) : zero;
+        // Byte pairs (r0[c], r1[c]) widened to int16: one 32-bit lane per column.
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o + gg * 32), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r0, r1)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o + gg * 32 + 16),
+                           _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r0, r1)));
+      }
+    }
+  }
+  if (full_panels * kAvx2Nr < nc) {
+    pack_partial_panel<2>(x, ldx, k, j0 + full_panels * kAvx2Nr, nc - full_panels * kAvx2Nr,
+                          out + full_panels * panel);
+  }
+}
+
+XNN_QPACK_X(qs8_pack_x_16c4__avx2) {
+  auto* out = static_cast<uint8_t*>(dst);
+  const int64_t groups = (k + 3) / 4;
+  const int64_t panel = groups * 4 * kAvx2Nr;  // bytes per panel
+  const int64_t full_panels = nc / kAvx2Nr;
+  const __m128i zero = _mm_setzero_si128();
+  for (int64_t g0 = 0; g0 < groups; g0 += 2) {
+    const int64_t gn = std::min<int64_t>(2, groups - g0);
+    const uint8_t* src = x + 4 * g0 * ldx + j0;
+    uint8_t* o = out + g0 * 4 * kAvx2Nr;
+    for (int64_t q = 0; q < full_panels; ++q, src += kAvx2Nr, o += panel) {
+      for (int64_t gg = 0; gg < gn; ++gg) {
+        const int64_t row = 4 * (g0 + gg);
+        const uint8_t* s = src + 4 * gg * ldx;
+        const __m128i r0 = load_row16(s);
+        const __m128i r1 = row + 1 < k ? load_row16(s + ldx) : zero;
+        const __m128i r2 = row + 2 < k ? load_row16(s + 2 * ldx) : zero;
+        const __m128i r3 = row + 3 < k ? load_row16(s + 3 * ldx) : zero;
+        // (r0, r1) and (r2, r3) byte pairs, then pairs of pairs: 4 rows of one column per lane.
+        const __m128i a_lo = _mm_unpacklo_epi8(r0, r1), a_hi = _mm_unpackhi_epi8(r0, r1);
+        const __m128i b_lo = _mm_unpacklo_epi8(r2, r3), b_hi = _mm_unpackhi_epi8(r2, r3);
+        auto* d = reinterpret_cast<__m128i*>(o + gg * 64);
+        _mm_store_si128(d + 0, _mm_unpacklo_epi16(a_lo, b_lo));
+        _mm_store_si128(d + 1, _mm_unpackhi_epi16(a_lo, b_lo));
+        _mm_store_si128(d + 2, _mm_unpacklo_epi16(a_hi, b_hi));
+        _mm_store_si128(d + 3, _mm_unpackhi_epi16(a_hi, b_hi));
+      }
+    }
+  }
+  if (full_panels * kAvx2Nr < nc) {
+    pack_partial_panel<4>(x, ldx, k, j0 + full_panels * kAvx2Nr, nc - full_panels * kAvx2Nr,
+                          out + full_panels * panel);
+  }
+}
+
+}  // namespace xnn::kernels::internal
