@@ -62,7 +62,10 @@ class AffinityScope {
 
 std::string join_shapes(const std::vector<Shape>& shapes) {
   std::string s;
-  for (const Shape& x : shapes) s += (s.empty() ? "" : ";") + shape_str(x);
+  for (const Shape& x : shapes) {
+    if (!s.empty()) s += ';';
+    s += shape_str(x);
+  }
   return s;
 }
 
@@ -120,9 +123,6 @@ class CpuTarget : public Target {
       times.resize(last.size());
       for (size_t i = 0; i < last.size(); ++i) times[i].push_back(last[i].time_ms);
     }
-    std::map<std::string, Shape> shapes;
-    for (const auto& [name, t] : inputs) shapes[name] = t.shape();
-    const GraphCost cost = estimate_graph_cost(model->graph, shapes);
     std::vector<OpTiming> ops;
     for (size_t i = 0; i < last.size(); ++i) {
       OpTiming o;
@@ -131,10 +131,9 @@ class CpuTarget : public Target {
       o.op_type = last[i].op_type;
       o.kernel = last[i].kernel;
       o.shapes = join_shapes(last[i].input_shapes) + "->" + join_shapes(last[i].output_shapes);
-      if (i < cost.nodes.size()) {
-        o.macs = cost.nodes[i].cost.macs;
-        o.bytes = cost.nodes[i].cost.bytes_read + cost.nodes[i].cost.bytes_written;
-      }
+      // The session's own cost of the optimised node (the original graph's nodes do not line up).
+      o.macs = last[i].macs;
+      o.bytes = last[i].bytes;
       std::vector<double> t = times[i];
       std::sort(t.begin(), t.end());
       o.time_ms = t.empty() ? 0 : t[t.size() / 2];
