@@ -4,6 +4,28 @@
 #include <unordered_map>
 
 namespace xnn {
+namespace {
+
+// Names that the subgraphs of `n` (at any depth) read from enclosing graphs.
+void collect_subgraph_reads(const Node& n, std::vector<std::string>& names) {
+  auto visit = [&](const Graph& sub) {
+    for (const Value& v : sub.values) {
+      if (v.outer_scope) names.push_back(v.name);
+    }
+    for (const Node& inner : sub.nodes) collect_subgraph_reads(inner, names);
+  };
+  for (const auto& [key, attr] : n.attrs) {
+    if (auto g = attr.get_if<std::shared_ptr<Graph>>()) {
+      if (*g) visit(**g);
+    } else if (auto gs = attr.get_if<std::vector<std::shared_ptr<Graph>>>()) {
+      for (const auto& sub : *gs) {
+        if (sub) visit(*sub);
+      }
+    }
+  }
+}
+
+}  // namespace
 
 std::string dims_str(const std::vector<Dim>& dims) {
   std::string out = "[";
@@ -186,8 +208,22 @@ void Graph::topological_sort() {
   }
   std::vector<int> pending(nn, 0);
   std::vector<std::vector<size_t>> consumers(nn);
+  // A node depends on its inputs' producers, and on the producers of the values its subgraphs
+  // read by name (an If branch reading a value computed here must run after it).
+  std::unordered_map<std::string, int> by_name;
+  std::vector<std::string> implicit;
   for (size_t k = 0; k < nn; ++k) {
-    for (int i : nodes[k].inputs) {
+    std::vector<int> reads = nodes[k].inputs;
+    implicit.clear();
+    collect_subgraph_reads(nodes[k], implicit);
+    if (!implicit.empty() && by_name.empty()) {
+      for (size_t v = 0; v < values.size(); ++v) by_name.emplace(values[v].name, static_cast<int>(v));
+    }
+    for (const std::string& name : implicit) {
+      auto it = by_name.find(name);
+      if (it != by_name.end()) reads.push_back(it->second);
+    }
+    for (int i : reads) {
       auto it = producer.find(i);
       if (i >= 0 && it != producer.end()) {
         ++pending[k];

@@ -124,7 +124,8 @@ struct Graph {
   // Structural checks: indices in range, each value produced once, nodes in topological
   // order, inputs not constant. Throws an Error naming the first problem (prefixed by `where`).
   void validate(const std::string& where) const;
-  // Reorders nodes topologically (Kahn); throws if there is a cycle.
+  // Reorders nodes topologically (Kahn), a value that a node's subgraphs read by name counting
+  // as one of its inputs; throws if there is a cycle.
   void topological_sort();
   // Parameter count: elements of all constant values that are float tensors of rank >= 1.
   int64_t parameter_count() const;

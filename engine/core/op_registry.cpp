@@ -65,6 +65,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_tensor_ops(r);
     register_reduce_ops(r);
     register_fused_ops(r);
+    register_control_flow_ops(r);
     return r;
   }();
   return reg;
@@ -91,7 +92,7 @@ std::vector<std::string> OpRegistry::op_types() const {
 }
 
 std::vector<TensorInfo> infer_node(const OpSchema& schema, const Node& node,
-                                   std::span<const TensorInfo> inputs, int num_outputs) {
+                                   std::span<const TensorInfo> inputs, int num_outputs, SubgraphHost* subgraphs) {
   int present = 0;
   for (size_t i = 0; i < node.inputs.size(); ++i) present = node.inputs[i] >= 0 ? static_cast<int>(i) + 1 : present;
   if (present < schema.min_inputs || static_cast<int>(node.inputs.size()) > schema.max_inputs) {
@@ -105,6 +106,7 @@ std::vector<TensorInfo> infer_node(const OpSchema& schema, const Node& node,
   }
   std::vector<TensorInfo> outs(static_cast<size_t>(num_outputs));
   InferContext ctx(node, inputs, outs);
+  ctx.set_subgraphs(subgraphs);
   schema.infer(ctx);
   for (size_t i = 0; i < outs.size(); ++i) {
     if (i < node.outputs.size() && node.outputs[i] >= 0 && outs[i].dtype == DType::kUnknown) {

@@ -30,6 +30,20 @@ struct TensorInfo {
   const Tensor* value = nullptr;
 };
 
+// What a control-flow op (If, Loop, Scan) needs from whoever runs it: its subgraphs inferred
+// and executed with the values of the enclosing graphs visible by name (a subgraph's
+// outer-scope values). The runtime implements it (engine/runtime/subgraph_host.h) and hands one
+// to the op's inference and kernel through their contexts; ops without subgraphs never see it.
+class SubgraphHost {
+ public:
+  virtual ~SubgraphHost() = default;
+  // dtype and shape of `body`'s outputs when its graph inputs have these dtypes and shapes.
+  // Throws ValueNeededError when they depend on values only known at run time.
+  virtual std::vector<TensorInfo> infer(const Graph& body, std::span<const TensorInfo> inputs) = 0;
+  // Runs `body` with its graph inputs bound to `inputs` in order; returns its outputs in order.
+  virtual std::vector<Tensor> run(const Graph& body, std::span<const Tensor> inputs) = 0;
+};
+
 class InferContext {
  public:
   InferContext(const Node& node, std::span<const TensorInfo> inputs, std::vector<TensorInfo>& outputs)
@@ -38,6 +52,9 @@ class InferContext {
   const Node& node() const { return node_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  // Control-flow ops only: infers their subgraphs (null where nobody can, e.g. constant folding).
+  SubgraphHost* subgraphs() const { return subgraphs_; }
+  void set_subgraphs(SubgraphHost* host) { subgraphs_ = host; }
   // An optional input may be absent (left out, or beyond the inputs given).
   bool has_input(int i) const {
     return i >= 0 && i < num_inputs() && inputs_[static_cast<size_t>(i)].dtype != DType::kUnknown;
@@ -56,6 +73,7 @@ class InferContext {
   const Node& node_;
   std::span<const TensorInfo> inputs_;
   std::vector<TensorInfo>& outputs_;
+  SubgraphHost* subgraphs_ = nullptr;
 };
 
 struct OpCost {
@@ -73,6 +91,9 @@ class KernelContext {
   const Node& node() const { return node_; }
   // The session's thread pool (null: run serially). Reference kernels ignore it.
   ThreadPool* pool() const { return pool_; }
+  // Control-flow ops only: runs their subgraphs (see SubgraphHost).
+  SubgraphHost* subgraphs() const { return subgraphs_; }
+  void set_subgraphs(SubgraphHost* host) { subgraphs_ = host; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   bool has_input(int i) const {
@@ -83,7 +104,9 @@ class KernelContext {
   bool has_output(int i) const {
     return i >= 0 && i < num_outputs() && outputs_[static_cast<size_t>(i)] != nullptr;
   }
-  // Outputs arrive allocated with the inferred dtype and shape.
+  // Outputs arrive allocated with the inferred dtype and shape. Control-flow ops are the
+  // exception: an output may arrive undefined (its shape was not known before running the
+  // subgraph), and the kernel then assigns it.
   Tensor& output(int i) const;
   [[noreturn]] void fail(const std::string& msg) const;
   [[noreturn]] void unsupported(const std::string& msg) const;
@@ -93,6 +116,7 @@ class KernelContext {
   std::span<const Tensor* const> inputs_;
   std::span<Tensor* const> outputs_;
   ThreadPool* pool_ = nullptr;
+  SubgraphHost* subgraphs_ = nullptr;
 };
 
 using InferFn = std::function<void(InferContext&)>;
@@ -110,7 +134,9 @@ struct OpSchema {
   InferFn infer;
   CostFn cost;               // empty: default_cost
   KernelFn reference;
-  // Control-flow ops (If/Loop) run subgraphs and are executed by the runtime itself.
+  // Control-flow ops (If/Loop/Scan) run subgraphs: their inference and kernel get a
+  // SubgraphHost, their kernel may find outputs undefined (see KernelContext::output), and
+  // passes that evaluate nodes on their own (constant folding) leave them alone.
   bool has_subgraphs = false;
   std::string doc;
 
@@ -140,9 +166,12 @@ void register_nn_ops(OpRegistry& r);
 void register_tensor_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 void register_fused_ops(OpRegistry& r);  // ai.xnn FusedConv/FusedGemm; after Conv and Gemm
+void register_control_flow_ops(OpRegistry& r);  // If, Loop, Scan (engine/ops/control_flow.cpp)
 
-// Runs `schema.infer` for `node`; checks the arity first. Throws naming the node.
+// Runs `schema.infer` for `node`; checks the arity first. Throws naming the node. `subgraphs`
+// is what a control-flow node's inference uses to infer its subgraphs.
 std::vector<TensorInfo> infer_node(const OpSchema& schema, const Node& node,
-                                   std::span<const TensorInfo> inputs, int num_outputs);
+                                   std::span<const TensorInfo> inputs, int num_outputs,
+                                   SubgraphHost* subgraphs = nullptr);
 
 }  // namespace xnn

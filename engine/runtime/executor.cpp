@@ -9,9 +9,24 @@ const OpSchema& schema_for(const OpRegistry& registry, const Node& node) {
 }
 
 void run_node(const OpRegistry& registry, const Node& node, std::span<const Tensor* const> inputs,
-              std::vector<Tensor>& outputs) {
+              std::vector<Tensor>& outputs, SubgraphHost* subgraphs) {
   const OpSchema& schema = schema_for(registry, node);
-  if (schema.has_subgraphs) throw UnsupportedError(node.describe() + ": control flow is not supported yet");
+  if (schema.has_subgraphs) {
+    if (!subgraphs) throw UnsupportedError(node.describe() + ": control flow needs a runtime that runs its subgraphs");
+    const size_t nout = node.outputs.size();
+    outputs.assign(nout, Tensor());
+    std::vector<Tensor*> out_ptrs(nout, nullptr);
+    for (size_t i = 0; i < nout; ++i) {
+      if (node.outputs[i] >= 0) out_ptrs[i] = &outputs[i];
+    }
+    KernelContext ctx(node, inputs, out_ptrs);
+    ctx.set_subgraphs(subgraphs);
+    schema.reference(ctx);
+    for (size_t i = 0; i < nout; ++i) {
+      if (out_ptrs[i] && !outputs[i].defined()) throw Error(node.describe() + ": produced no output " + std::to_string(i));
+    }
+    return;
+  }
   std::vector<TensorInfo> infos(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i] && inputs[i]->defined()) infos[i] = TensorInfo{inputs[i]->dtype(), inputs[i]->shape(), inputs[i]};

@@ -1,6 +1,11 @@
 // Static cost of a graph for given input shapes: per-node MACs and bytes from each op's cost
 // function, with shapes from each op's inference. Used by `inspect` now and by the latency
 // model later. Symbolic input dims not bound by `input_shapes` count as 1.
+//
+// Control flow (If, Loop, Scan) counts each subgraph once per node: If both branches (only the
+// taken one when the condition is a constant), Loop and Scan one iteration of the body, not
+// multiplied by the trip count. When the graph has to be executed to learn its shapes, a
+// control-flow node counts only what it reads and writes itself.
 #pragma once
 #include <map>
 #include <string>

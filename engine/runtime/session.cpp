@@ -10,6 +10,7 @@
 #include "engine/passes/optimize.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/memory_planner.h"
+#include "engine/runtime/subgraph_host.h"
 
 namespace xnn {
 namespace {
@@ -51,6 +52,24 @@ void apply_float_emulation(FloatEmulation fe, Tensor& t) {
   else kernels::round_to_bf16_inplace(t.data<float>(), t.numel());
 }
 
+// Nodes of `g` and of its subgraphs (at any depth) whose op the registry lacks.
+void collect_unsupported(const OpRegistry& registry, const Graph& g, const std::string& where,
+                         std::vector<std::string>& missing) {
+  for (const Node& n : g.nodes) {
+    if (!registry.find(n.op_type, n.domain)) missing.push_back(where + n.describe());
+    for (const auto& [key, attr] : n.attrs) {
+      const std::string inner = where + "subgraph '" + key + "' of " + n.describe() + ": ";
+      if (auto sub = attr.get_if<std::shared_ptr<Graph>>()) {
+        if (*sub) collect_unsupported(registry, **sub, inner, missing);
+      } else if (auto subs = attr.get_if<std::vector<std::shared_ptr<Graph>>>()) {
+        for (const auto& sg : *subs) {
+          if (sg) collect_unsupported(registry, *sg, inner, missing);
+        }
+      }
+    }
+  }
+}
+
 bool is_nondeterministic(const Node& n) { return n.op_type.rfind("Random", 0) == 0 || n.op_type == "Bernoulli"; }
 
 // Outputs up to this size are computed at preparation when all inputs are known.
@@ -72,6 +91,9 @@ enum class ValueKind { kUnused, kConstant, kInput, kShapeTime, kArena, kOutput, 
 
 struct Session::Plan {
   std::vector<Shape> input_shapes;  // the signature this plan was prepared for
+  std::vector<DType> input_dtypes;
+  std::vector<TensorInfo> outer_infos;   // body sessions: outer-scope values (dtype, shape)
+  std::vector<TensorInfo> output_infos;  // outputs' dtypes and shapes (when planned)
   bool planned = false;
   std::vector<Tensor> slots;        // one per value of the optimised graph
   std::vector<ValueKind> kinds;
@@ -93,6 +115,17 @@ struct Session::Plan {
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     : model_(std::move(model)), options_(options), registry_(OpRegistry::builtin()) {
+  own_pool_ = std::make_unique<ThreadPool>(options_.threads);
+  pool_ = own_pool_.get();
+  init();
+}
+
+Session::Session(std::shared_ptr<const Model> body, SessionOptions options, ThreadPool* shared_pool)
+    : model_(std::move(body)), options_(options), registry_(OpRegistry::builtin()), pool_(shared_pool) {
+  init();
+}
+
+void Session::init() {
   model_->graph.validate("model");
   optimized_ = std::make_shared<Model>(*model_);
   if (options_.opt_level > 0) optimize_graph(optimized_->graph, options_.opt_level);
@@ -107,11 +140,9 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     }
   }
   const Graph& g = optimized_->graph;
-  // Unsupported ops are reported all at once, before anything runs.
+  // Unsupported ops are reported all at once, before anything runs (subgraphs' included).
   std::vector<std::string> missing;
-  for (const Node& n : g.nodes) {
-    if (!registry_.find(n.op_type, n.domain)) missing.push_back(n.describe());
-  }
+  collect_unsupported(registry_, g, "", missing);
   if (!missing.empty()) {
     std::string msg = "unsupported ops:";
     for (const std::string& m : missing) msg += "\n  " + m;
@@ -119,7 +150,22 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   }
   for (int i : g.inputs) inputs_.push_back(io_info(g.value(i)));
   for (int o : g.outputs) outputs_.push_back(io_info(g.value(o)));
-  pool_ = std::make_unique<ThreadPool>(options_.threads);
+  value_index_ = index_values(g);
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (g.values[v].outer_scope) outer_values_.push_back(static_cast<int>(v));
+  }
+  implicit_inputs_.resize(g.nodes.size());
+  hosts_.resize(g.nodes.size());
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const OpSchema* schema = registry_.find(g.nodes[ni].op_type, g.nodes[ni].domain);
+    if (schema && schema->has_subgraphs) implicit_inputs_[ni] = implicit_inputs(value_index_, g.nodes[ni]);
+  }
+}
+
+SessionSubgraphHost& Session::host_for(size_t node_index) {
+  std::unique_ptr<SessionSubgraphHost>& h = hosts_.at(node_index);
+  if (!h) h = std::make_unique<SessionSubgraphHost>(optimized_->opset, options_, pool_);
+  return *h;
 }
 
 Session::~Session() = default;
@@ -169,12 +215,11 @@ void Session::check_inputs(const std::map<std::string, Tensor>& given) const {
 }
 
 void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
-  const Graph& g = optimized_->graph;
-  auto plan = std::make_unique<Plan>();
+  std::vector<TensorInfo> ins;
   for (const IoInfo& in : inputs_) {
     auto it = input_shapes.find(in.name);
     if (it != input_shapes.end()) {
-      plan->input_shapes.push_back(it->second);
+      ins.push_back(TensorInfo{in.dtype, it->second, nullptr});
       continue;
     }
     Shape s;
@@ -185,8 +230,49 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
       }
       s.push_back(d.value);
     }
-    plan->input_shapes.push_back(s);
+    ins.push_back(TensorInfo{in.dtype, s, nullptr});
   }
+  if (!outer_values_.empty()) throw Error("prepare: the graph reads values of an enclosing graph (a subgraph)");
+  prepare_plan(ins, {}, nullptr);
+}
+
+std::vector<TensorInfo> Session::outer_infos(const ValueScope& outer) const {
+  const Graph& g = optimized_->graph;
+  std::vector<TensorInfo> infos;
+  for (int v : outer_values_) {
+    const std::string& name = g.value(v).name;
+    std::optional<TensorInfo> info = outer.find_info(name);
+    if (!info) {
+      throw ValueNeededError("subgraph '" + g.name + "' reads '" + name +
+                             "' from an enclosing graph, which does not know it (yet)");
+    }
+    infos.push_back(*info);
+  }
+  return infos;
+}
+
+std::vector<TensorInfo> Session::prepare_body(std::span<const TensorInfo> inputs, const ValueScope& outer) {
+  const Graph& g = optimized_->graph;
+  if (inputs.size() != g.inputs.size()) {
+    throw Error("subgraph '" + g.name + "' has " + std::to_string(g.inputs.size()) + " inputs, given " +
+                std::to_string(inputs.size()));
+  }
+  prepare_plan(inputs, outer_infos(outer), &outer);
+  if (!plan_->planned) {
+    throw ValueNeededError("subgraph '" + g.name + "': output shapes depend on values known only at run time");
+  }
+  return plan_->output_infos;
+}
+
+void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const TensorInfo> outer_infos,
+                           const ValueScope* outer) {
+  const Graph& g = optimized_->graph;
+  auto plan = std::make_unique<Plan>();
+  for (const TensorInfo& in : inputs) {
+    plan->input_shapes.push_back(in.shape);
+    plan->input_dtypes.push_back(in.dtype);
+  }
+  for (const TensorInfo& o : outer_infos) plan->outer_infos.push_back(TensorInfo{o.dtype, o.shape, nullptr});
   const size_t nv = g.values.size();
   plan->slots.resize(nv);
   plan->kinds.assign(nv, ValueKind::kUnused);
@@ -202,7 +288,13 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const size_t v = static_cast<size_t>(g.inputs[k]);
     plan->kinds[v] = ValueKind::kInput;
-    infos[v] = TensorInfo{inputs_[k].dtype, plan->input_shapes[k], nullptr};
+    infos[v] = TensorInfo{inputs[k].dtype, inputs[k].shape, nullptr};
+  }
+  // Outer-scope values are bound at run time like inputs (never planned, never written).
+  for (size_t k = 0; k < outer_values_.size(); ++k) {
+    const size_t v = static_cast<size_t>(outer_values_[k]);
+    plan->kinds[v] = ValueKind::kInput;
+    infos[v] = outer_infos[k];
   }
   std::vector<bool> is_graph_output(nv, false);
   for (int o : g.outputs) is_graph_output[static_cast<size_t>(o)] = true;
@@ -216,10 +308,6 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
       const Node& n = g.nodes[ni];
       Plan::Step& step = plan->steps[ni];
       step.schema = &schema_for(registry_, n);
-      if (step.schema->has_subgraphs) {
-        static_plan = false;
-        break;
-      }
       ins.assign(n.inputs.size(), TensorInfo{});
       bool all_known = true;
       for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -227,6 +315,23 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
         ins[k] = infos[static_cast<size_t>(n.inputs[k])];
         if (ins[k].dtype == DType::kUnknown) throw Error(n.describe() + ": input " + std::to_string(k) + " unknown");
         if (!ins[k].value) all_known = false;
+      }
+      if (step.schema->has_subgraphs) {
+        // Control flow: its subgraphs are inferred (and their body sessions prepared) by its
+        // host; it always runs at run time (its subgraphs may read anything).
+        const ValueScope scope{&g, &value_index_, &infos, nullptr, outer};
+        SessionSubgraphHost& host = host_for(ni);
+        host.set_scope(&scope);
+        std::vector<TensorInfo> outs = infer_node(*step.schema, n, ins, static_cast<int>(n.outputs.size()), &host);
+        host.set_scope(nullptr);
+        step.cost = default_cost(n, ins, outs);
+        for (size_t k = 0; k < n.outputs.size(); ++k) {
+          const int v = n.outputs[k];
+          if (v < 0 || outs[k].dtype == DType::kUnknown) continue;
+          infos[static_cast<size_t>(v)] = TensorInfo{outs[k].dtype, outs[k].shape, nullptr};
+          plan->kinds[static_cast<size_t>(v)] = is_graph_output[static_cast<size_t>(v)] ? ValueKind::kOutput : ValueKind::kArena;
+        }
+        continue;
       }
       std::vector<TensorInfo> outs = infer_node(*step.schema, n, ins, static_cast<int>(n.outputs.size()));
       int64_t out_bytes = 0;
@@ -284,7 +389,13 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
   if (!static_plan) {
     auto dyn = std::make_unique<Plan>();
     dyn->input_shapes = plan->input_shapes;
+    dyn->input_dtypes = plan->input_dtypes;
+    dyn->outer_infos = plan->outer_infos;
     dyn->planned = false;
+    dyn->slots.assign(g.values.size(), Tensor());
+    for (size_t i = 0; i < g.values.size(); ++i) {
+      if (g.values[i].is_constant()) dyn->slots[i] = *g.values[i].data;
+    }
     plan_ = std::move(dyn);
     return;
   }
@@ -297,6 +408,8 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
     for (int v : g.nodes[ni].inputs) {
       if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(ni);
     }
+    // What a control-flow node's subgraphs read by name lives until the node has run.
+    for (int v : implicit_inputs_[ni]) last_use[static_cast<size_t>(v)] = static_cast<int>(ni);
     for (int v : g.nodes[ni].outputs) {
       if (v >= 0) {
         first_def[static_cast<size_t>(v)] = static_cast<int>(ni);
@@ -409,6 +522,10 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
       step.kernel_name = "view";
       continue;
     }
+    if (step.schema->has_subgraphs) {
+      step.kernel_name = "subgraphs";
+      continue;
+    }
     if (options_.cpu_kernels) {
       ins.assign(n.inputs.size(), TensorInfo{});
       outs.assign(n.outputs.size(), TensorInfo{});
@@ -418,16 +535,17 @@ void Session::prepare(const std::map<std::string, Shape>& input_shapes) {
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         if (n.outputs[k] >= 0) outs[k] = infos[static_cast<size_t>(n.outputs[k])];
       }
-      CpuKernelPrepareContext ctx{n, ins, outs, isa, pool_.get(), options_.tune};
+      CpuKernelPrepareContext ctx{n, ins, outs, isa, pool_, options_.tune};
       step.kernel = CpuKernelRegistry::builtin().create(ctx);
     }
     step.kernel_name = step.kernel ? step.kernel->name() : "reference";
   }
+  for (int o : g.outputs) plan->output_infos.push_back(TensorInfo{infos[static_cast<size_t>(o)].dtype, infos[static_cast<size_t>(o)].shape, nullptr});
   plan->planned = true;
   plan_ = std::move(plan);
 }
 
-void Session::run_unplanned(std::vector<Tensor>& slots) {
+void Session::run_unplanned(std::vector<Tensor>& slots, const ValueScope* outer) {
   const Graph& g = optimized_->graph;
   std::vector<const Tensor*> ins;
   std::vector<Tensor> outs;
@@ -444,7 +562,15 @@ void Session::run_unplanned(std::vector<Tensor>& slots) {
       if (n.outputs[k] >= 0) outs[k] = std::move(slots[static_cast<size_t>(n.outputs[k])]);
     }
     const auto t0 = std::chrono::steady_clock::now();
-    run_node(registry_, n, ins, outs);
+    if (schema_for(registry_, n).has_subgraphs) {
+      const ValueScope scope{&g, &value_index_, nullptr, &slots, outer};
+      SessionSubgraphHost& host = host_for(node_index);
+      host.set_scope(&scope);
+      run_node(registry_, n, ins, outs, &host);
+      host.set_scope(nullptr);
+    } else {
+      run_node(registry_, n, ins, outs);
+    }
     for (Tensor& t : outs) apply_float_emulation(options_.float_emulation, t);
     if (options_.profile) {
       NodeProfile& p = profile_[node_index];
@@ -485,21 +611,57 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given_inpu
     for (const IoInfo& in : inputs_) shapes[in.name] = given.at(in.name).shape();
     prepare(shapes);
   }
+  for (int i : g.inputs) plan_->slots[static_cast<size_t>(i)] = given.at(g.value(i).name);
+  return execute(nullptr);
+}
+
+std::vector<Tensor> Session::run_body(std::span<const Tensor> inputs, const ValueScope& outer) {
+  const Graph& g = optimized_->graph;
+  if (inputs.size() != g.inputs.size()) {
+    throw Error("subgraph '" + g.name + "' has " + std::to_string(g.inputs.size()) + " inputs, given " +
+                std::to_string(inputs.size()));
+  }
+  bool same = plan_ != nullptr;
+  for (size_t k = 0; same && k < inputs.size(); ++k) {
+    same = inputs[k].dtype() == plan_->input_dtypes[k] && inputs[k].shape() == plan_->input_shapes[k];
+  }
+  for (size_t k = 0; same && k < outer_values_.size(); ++k) {
+    const Tensor* t = outer.find_tensor(g.value(outer_values_[k]).name);
+    same = t && t->dtype() == plan_->outer_infos[k].dtype && t->shape() == plan_->outer_infos[k].shape;
+  }
+  if (!same) {
+    std::vector<TensorInfo> ins;
+    for (const Tensor& t : inputs) ins.push_back(TensorInfo{t.dtype(), t.shape(), nullptr});
+    prepare_plan(ins, outer_infos(outer), &outer);
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) plan_->slots[static_cast<size_t>(g.inputs[k])] = inputs[k];
+  for (int v : outer_values_) {
+    const Tensor* t = outer.find_tensor(g.value(v).name);
+    if (!t) throw Error("subgraph '" + g.name + "' reads '" + g.value(v).name + "', which no enclosing graph holds");
+    plan_->slots[static_cast<size_t>(v)] = *t;
+  }
+  return execute(&outer);
+}
+
+std::vector<Tensor> Session::execute(const ValueScope* outer) {
+  const Graph& g = optimized_->graph;
   Plan& plan = *plan_;
   std::vector<Tensor> result;
   result.reserve(g.outputs.size());
+  // Inputs and outer-scope values are the caller's: drop our references when done, so they are
+  // not kept alive, also when a kernel throws.
+  struct Unbind {
+    Session& s;
+    ~Unbind() {
+      Plan& p = *s.plan_;
+      for (int i : s.optimized_->graph.inputs) p.slots[static_cast<size_t>(i)] = Tensor();
+      for (int v : s.outer_values_) p.slots[static_cast<size_t>(v)] = Tensor();
+    }
+  } unbind{*this};
   if (!plan.planned) {
     // Dynamic shapes: infer and allocate as we go (slots keep last run's buffers for reuse).
-    if (plan.slots.size() != g.values.size()) {
-      plan.slots.assign(g.values.size(), Tensor());
-      for (size_t i = 0; i < g.values.size(); ++i) {
-        if (g.values[i].is_constant()) plan.slots[i] = *g.values[i].data;
-      }
-    }
-    for (int i : g.inputs) plan.slots[static_cast<size_t>(i)] = given.at(g.value(i).name);
-    run_unplanned(plan.slots);
+    run_unplanned(plan.slots, outer);
     for (int o : g.outputs) result.push_back(plan.slots[static_cast<size_t>(o)]);
-    for (int i : g.inputs) plan.slots[static_cast<size_t>(i)] = Tensor();
     // Outputs belong to the caller now: do not reuse their buffers next run.
     for (int o : g.outputs) {
       if (!g.value(o).is_constant()) plan.slots[static_cast<size_t>(o)] = Tensor();
@@ -507,7 +669,6 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given_inpu
     return result;
   }
 
-  for (int i : g.inputs) plan.slots[static_cast<size_t>(i)] = given.at(g.value(i).name);
   // Output buffers still held by the caller from a previous run get replaced, never overwritten.
   for (int o : g.outputs) {
     Tensor& t = plan.slots[static_cast<size_t>(o)];
@@ -516,7 +677,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given_inpu
     }
   }
   if (options_.profile) profile_.assign(g.nodes.size(), NodeProfile{});
-  ThreadPool* pool = pool_.get();
+  ThreadPool* pool = pool_;
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     Plan::Step& step = plan.steps[ni];
     const Node& n = g.nodes[ni];
@@ -529,6 +690,13 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given_inpu
     KernelContext ctx(n, step.ins, step.outs, pool);
     if (step.kernel) {
       step.kernel->run(ctx);
+    } else if (step.schema->has_subgraphs) {
+      const ValueScope scope{&g, &value_index_, nullptr, &plan.slots, outer};
+      SessionSubgraphHost& host = host_for(ni);
+      host.set_scope(&scope);
+      ctx.set_subgraphs(&host);
+      step.schema->reference(ctx);
+      host.set_scope(nullptr);
     } else {
       step.schema->reference(ctx);
     }
@@ -556,8 +724,6 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& given_inpu
                    profile_.end());
   }
   for (int o : g.outputs) result.push_back(plan.slots[static_cast<size_t>(o)]);
-  // Graph inputs are the caller's tensors: drop our references so they are not kept alive.
-  for (int i : g.inputs) plan.slots[static_cast<size_t>(i)] = Tensor();
   for (size_t v = 0; v < plan.kinds.size(); ++v) {
     if (plan.kinds[v] == ValueKind::kRuntimeView) plan.slots[v] = Tensor();
   }
@@ -590,6 +756,11 @@ std::vector<std::string> Session::kernel_names() const {
   if (!plan_) return names;
   for (const auto& s : plan_->steps) names.push_back(plan_->planned ? s.kernel_name : "reference");
   return names;
+}
+
+std::vector<TensorInfo> Session::output_infos() const {
+  if (!plan_ || !plan_->planned) return {};
+  return plan_->output_infos;
 }
 
 MemoryStats Session::memory_stats() const { return plan_ ? plan_->stats : MemoryStats{}; }

@@ -9,23 +9,38 @@
 // allocation, no thread creation. Reshape/Flatten/Squeeze/Unsqueeze become views (no copy),
 // elementwise ops write in place where their input dies.
 //
-// Graphs whose shapes depend on tensor values (NonZero, a Reshape fed by computed data) or
-// that use control flow run without a static plan: every node is inferred and allocated at
-// run time (memory_stats().planned is false).
+// Graphs whose shapes depend on tensor values (NonZero, a Reshape fed by computed data) run
+// without a static plan: every node is inferred and allocated at run time
+// (memory_stats().planned is false).
+//
+// Control flow (If, Loop, Scan): each subgraph runs in a body session of its own (created by
+// the node's SessionSubgraphHost, engine/runtime/subgraph_host.h), optimised and planned like
+// the main graph, once per signature of its inputs and outer-scope values, then reused: a Loop
+// body is prepared once, not once per iteration. A control-flow node whose output shapes
+// inference can tell (If branches that agree, a Loop that keeps its carried shapes, any Scan) is
+// one more step of the static plan, and the values its subgraphs read by name stay alive in the
+// arena until it has run; otherwise the graph around it runs without a static plan. Not
+// planned: outputs a body returns to the kernel (fresh buffers whenever the kernel still holds
+// the previous ones), and what If/Loop/Scan stack or copy (their own buffers). Profiles and
+// plan summaries show a control-flow node as one step (its subgraphs' nodes are not listed).
 //
 // Returned output tensors are owned by the caller: the session never overwrites a buffer the
 // caller still holds.
 #pragma once
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/core/graph.h"
 #include "engine/core/op_registry.h"
 #include "engine/core/thread_pool.h"
+#include "engine/runtime/value_scope.h"
 
 namespace xnn {
+
+class SessionSubgraphHost;
 
 // Numeric emulation of a narrower float format (a simulated GPU or NPU's arithmetic): float
 // weights are rounded to the format when the session is created, graph inputs when a run
@@ -111,6 +126,10 @@ class Session {
   // prepare() and for graphs without a static plan (data-dependent shapes).
   std::vector<NodeProfile> plan_summary() const;
 
+  // dtype and shape of each output for the prepared input shapes (after prepare() or run());
+  // empty when there is no static plan (output shapes that depend on values).
+  std::vector<TensorInfo> output_infos() const;
+
   // Per-node timings of the last run (empty unless options.profile).
   const std::vector<NodeProfile>& last_profile() const { return profile_; }
   // The kernel chosen for each node of the optimised graph at the last preparation
@@ -123,16 +142,43 @@ class Session {
 
  private:
   struct Plan;
-  void run_unplanned(std::vector<Tensor>& slots);
+  // Body sessions (subgraphs of a control-flow node) are made by SessionSubgraphHost only.
+  friend class SessionSubgraphHost;
+  // A body session: `body`'s graph is a subgraph; it shares its parent's thread pool.
+  Session(std::shared_ptr<const Model> body, SessionOptions options, ThreadPool* shared_pool);
+  void init();
+  // Prepares for inputs of these dtypes/shapes and outer-scope values described by `outer`
+  // (one per outer_values_; a body session only). Returns the outputs' dtypes and shapes, or
+  // throws ValueNeededError when no static plan exists (they depend on run-time values).
+  std::vector<TensorInfo> prepare_body(std::span<const TensorInfo> inputs, const ValueScope& outer);
+  // Runs a body session: inputs in graph order, outer-scope values found in `outer`.
+  std::vector<Tensor> run_body(std::span<const Tensor> inputs, const ValueScope& outer);
+  // dtype/shape of each outer-scope value (outer_values_) as `outer` knows it.
+  std::vector<TensorInfo> outer_infos(const ValueScope& outer) const;
+  void prepare_plan(std::span<const TensorInfo> inputs, std::span<const TensorInfo> outer_infos,
+                    const ValueScope* outer);
+  // Runs the prepared plan on the inputs (and outer-scope values) bound in its slots, then
+  // unbinds them.
+  std::vector<Tensor> execute(const ValueScope* outer);
+  void run_unplanned(std::vector<Tensor>& slots, const ValueScope* outer);
+  // The host running node `node_index`'s subgraphs (created on first use).
+  SessionSubgraphHost& host_for(size_t node_index);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<Model> optimized_;
   SessionOptions options_;
   const OpRegistry& registry_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<ThreadPool> own_pool_;
+  ThreadPool* pool_ = nullptr;
   std::vector<IoInfo> inputs_, outputs_;
   std::unique_ptr<Plan> plan_;
   std::vector<NodeProfile> profile_;
+  // Control flow: the optimised graph's value index, its outer-scope values (a body session's
+  // reads from enclosing graphs), each node's implicit inputs, and one host per control-flow node.
+  ValueIndex value_index_;
+  std::vector<int> outer_values_;
+  std::vector<std::vector<int>> implicit_inputs_;
+  std::vector<std::unique_ptr<SessionSubgraphHost>> hosts_;
 };
 
 }  // namespace xnn
