@@ -24,6 +24,10 @@ static_assert(std::endian::native == std::endian::little,
               "ONNX raw_data is little endian; a big-endian host would need byte swapping here");
 
 constexpr const char* kFusedDomain = "ai.xnn";
+// ONNX Runtime's contrib ops (QGemm, QLinearAdd, ... of engine/ops/quantized_contrib.cpp) are
+// written as they are, in their domain, with an opset import for it (version 1, the only one).
+constexpr const char* kContribDomain = "com.microsoft";
+constexpr int64_t kContribOpset = 1;
 // The op set the kernels' semantics are written against (engine/core/op_registry.h).
 constexpr int64_t kMinExportOpset = 13;
 // HardSwish joined the default domain in opset 14.
@@ -84,6 +88,11 @@ class Exporter {
     imp->set_domain("");
     imp->set_version(opset_);
     export_graph(model_.graph, *proto.mutable_graph(), where_, /*is_main=*/true, "main_graph");
+    if (uses_contrib_domain_) {
+      auto* contrib = proto.add_opset_import();
+      contrib->set_domain(kContribDomain);
+      contrib->set_version(kContribOpset);
+    }
     return proto;
   }
 
@@ -242,15 +251,20 @@ class Exporter {
       decompose_fused(n, s);
       return;
     }
-    if (!n.domain.empty() && n.domain != "ai.onnx") {
+    const bool contrib = n.domain == kContribDomain;
+    if (!n.domain.empty() && n.domain != "ai.onnx" && !contrib) {
       throw Error(s.where + ": " + n.describe() + ": domain '" + n.domain +
-                  "' has no ONNX equivalent (expected a default-domain op, or an ai.xnn fused op, which is "
-                  "decomposed on export)");
+                  "' has no ONNX equivalent (expected a default-domain op, a com.microsoft contrib op, or an ai.xnn "
+                  "fused op, which is decomposed on export)");
     }
     std::vector<std::string> ins, outs;
     for (int i : n.inputs) ins.push_back(value_name(s.graph, i));
     for (int o : n.outputs) outs.push_back(value_name(s.graph, o));
     onnx::NodeProto& np = add_node(s, n.op_type, n.name, ins, outs);
+    if (contrib) {
+      np.set_domain(kContribDomain);
+      uses_contrib_domain_ = true;
+    }
     for (const auto& [key, attr] : n.attrs) fill_attribute(key, attr, n, *np.add_attribute(), s);
     promote_attributes_to_inputs(n, np, s);
   }
@@ -428,6 +442,7 @@ class Exporter {
   std::string where_;
   int64_t opset_;
   std::unordered_set<std::string> taken_values_, taken_nodes_;
+  bool uses_contrib_domain_ = false;
 };
 
 void run_checker(const onnx::ModelProto& proto, const std::string& where) {

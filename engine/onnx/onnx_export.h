@@ -20,9 +20,15 @@
 // before opset 14), HardSigmoid, Sigmoid, or Sigmoid+Mul for SiLU. Any other non-ONNX domain is
 // an Error naming the node.
 //
-// Not carried: quantisation parameters (Value::quant) have no plain ONNX field; they need
-// QuantizeLinear/DequantizeLinear pairs and are dropped for now (QDQ export is issue 8). The
-// `trainable` flag has no ONNX field either (the importer marks float initialisers trainable).
+// Quantised models (compress/quantize) are written as they run: QuantizeLinear,
+// DequantizeLinear, QLinearConv and QLinearMatMul are standard ONNX; ONNX Runtime's contrib ops
+// (QGemm, QLinearAdd, QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool) keep their
+// domain "com.microsoft", declared with an opset import (version 1). libonnx's checker does not
+// check ops of domains it has no schemas for, and ONNX Runtime runs them.
+//
+// Not carried: Value::quant annotations (the parameters are the ops' explicit inputs already),
+// and the `trainable` flag, which has no ONNX field (the importer marks float initialisers
+// trainable).
 #pragma once
 #include <string>
 

@@ -1,0 +1,115 @@
+// xnn-lab quantize MODEL -o OUT.xnn (--calib-dataset fashion-mnist [--scale S --mean M --std D] |
+//   --calib-npy FILE.npy) [--calib-samples N] [--method minmax|percentile|kl|mse] [--percentile P]
+//   [--per-tensor] [--exclude NODE...] [--sensitivity] [--accuracy-budget POINTS] [--val-samples N]
+//   [--eval-limit N] [--threads N] [--json]
+//
+// Post-training int8 quantisation (compress/quantize/README.md) through harness/quantize's job:
+// calibrates on the first N training images (or the .npy samples), writes the int8 .xnn, and
+// with a labelled dataset reports fp32 vs int8 top-1 on the test split. --sensitivity prints the
+// per-layer table; --accuracy-budget keeps the most sensitive layers fp32 until the top-1 drop on
+// validation images (the end of the training split) is within the budget. Progress goes to stderr.
+#include <cstdio>
+#include <sstream>
+
+#include "engine/core/error.h"
+#include "harness/cli/commands.h"
+#include "harness/quantize/quantize_job.h"
+
+namespace xnn::cli {
+namespace {
+
+float parse_one_float(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  float v = 0;
+  try {
+    v = std::stof(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) throw Error(option + " '" + text + "': expected a number");
+  return v;
+}
+
+void print_summary(const std::string& model, const ptq::QuantizeJobResult& r) {
+  std::printf("quantized %s -> %s (%s, %lld calibration samples, %s weights)\n", model.c_str(), r.output_path.c_str(),
+              r.method.c_str(), static_cast<long long>(r.calib_samples), r.per_tensor ? "per-tensor" : "per-channel");
+  std::printf("  nodes: %d int8, %d fp32; %d QuantizeLinear, %d DequantizeLinear; %d activations fused\n", r.report.int8_nodes,
+              r.report.fp32_nodes, r.report.quantize_nodes, r.report.dequantize_nodes, r.report.fused_activations);
+  std::printf("  size: %lld -> %lld bytes (weights %lld -> %lld bytes)\n", static_cast<long long>(r.bytes_before),
+              static_cast<long long>(r.bytes_after), static_cast<long long>(r.weight_bytes_before),
+              static_cast<long long>(r.weight_bytes_after));
+  std::string fp32;
+  for (const std::string& l : r.report.fp32_layers) fp32 += (fp32.empty() ? "" : ", ") + l;
+  std::printf("  fp32 layers: %s\n", fp32.empty() ? "(none)" : fp32.c_str());
+  if (r.has_mixed_precision) {
+    const quantize::MixedPrecisionResult& m = r.mixed_precision;
+    std::printf("  mixed precision: budget %.2f points %s after %zu step(s); validation top-1 fp32 %.2f %%, chosen %.2f %%\n",
+                r.accuracy_budget, m.budget_met ? "met" : "NOT met (every layer fp32 still misses it)", m.steps.size(),
+                m.fp32_top1 * 100.0, m.steps.back().top1 * 100.0);
+  }
+  if (r.has_test_top1) {
+    std::printf("  top-1 on %lld test images: fp32 %.2f %%, int8 %.2f %% (%+.2f points)\n",
+                static_cast<long long>(r.eval_samples), r.fp32_top1 * 100.0, r.int8_top1 * 100.0,
+                (r.int8_top1 - r.fp32_top1) * 100.0);
+  }
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("quantize", "Post-training int8 quantisation: calibrate, rewrite to int8, save .xnn");
+  static ptq::QuantizeJob job;
+  static std::string method = "minmax", mean_text = "0", std_text = "1";
+  static double budget = 0;
+  static bool as_json = false;
+  cmd->add_option("model", job.model_path, "Float model (.onnx or .xnn)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", job.output_path, "Output int8 model (.xnn)")->required();
+  cmd->add_option("--calib-dataset", job.calib_dataset,
+                  std::string("Calibrate on this dataset's training images; supported: ") + ptq::kSupportedCalibDatasets);
+  cmd->add_option("--calib-npy", job.calib_npy, "Calibrate on these samples: float32 .npy of shape [N, ...input dims]");
+  cmd->add_option("--data-dir", job.data_dir, "Folder with the dataset files")->capture_default_str();
+  cmd->add_option("--scale", job.preprocess.scale, "x = (pixel * scale - mean) / std; pixel in [0, 255]")->capture_default_str();
+  cmd->add_option("--mean", mean_text, "Mean subtracted after scaling")->capture_default_str();
+  cmd->add_option("--std", std_text, "Standard deviation divided by")->capture_default_str();
+  cmd->add_option("--layout", job.preprocess.layout, "Image layout when the model's input shape does not settle it")
+      ->check(CLI::IsMember({"NCHW", "NHWC"}))
+      ->capture_default_str();
+  cmd->add_option("--calib-samples", job.calib_samples, "Calibration samples (the first N)")->capture_default_str();
+  cmd->add_option("--method", method, "Calibration method: minmax, percentile, kl or mse")->capture_default_str();
+  cmd->add_option("--percentile", job.calibration.percentile, "Share of values kept by --method percentile")
+      ->capture_default_str();
+  cmd->add_flag("--per-tensor", job.per_tensor, "One weight scale per tensor instead of per output channel");
+  cmd->add_option("--exclude", job.exclude, "Nodes kept fp32 (names as `xnn-lab quantize --sensitivity` lists them)")
+      ->delimiter(',');
+  cmd->add_flag("--sensitivity", job.sensitivity, "Print the per-layer sensitivity table (SQNR, and top-1 drop with labels)");
+  static CLI::Option* budget_option = nullptr;
+  budget_option = cmd->add_option("--accuracy-budget", budget,
+                  "Mixed precision: keep the most sensitive layers fp32 until the validation top-1 drop <= POINTS");
+  cmd->add_option("--val-samples", job.val_samples, "Validation images (end of the training split) for --sensitivity / --accuracy-budget")
+      ->capture_default_str();
+  cmd->add_option("--eval-limit", job.eval_limit, "Test images for the fp32 vs int8 top-1 (0 = all, -1 = none)")
+      ->capture_default_str();
+  cmd->add_option("--threads", job.threads, "Threads for calibration and evaluation")->capture_default_str();
+  cmd->add_flag("--json", as_json, "Print the result as one JSON object");
+  cmd->callback([&exit_code] {
+    job.calibration.method = quantize::calibration_method_from_name(method);
+    job.preprocess.mean = {parse_one_float("--mean", mean_text)};
+    job.preprocess.std = {parse_one_float("--std", std_text)};
+    if (budget_option->count() > 0) job.accuracy_budget = budget;
+    if (!(job.calibration.percentile > 0 && job.calibration.percentile <= 100)) {
+      throw Error("--percentile " + std::to_string(job.calibration.percentile) + ": expected a value in (0, 100]");
+    }
+    const ptq::QuantizeJobResult r = ptq::run_quantize_job(job, [](const std::string& line) {
+      std::fprintf(stderr, "quantize: %s\n", line.c_str());
+    });
+    if (as_json) {
+      std::printf("%s\n", ptq::to_json(r).c_str());
+    } else {
+      print_summary(job.model_path, r);
+      if (r.has_sensitivity) std::printf("\n%s", ptq::sensitivity_table(r).c_str());
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace xnn::cli
