@@ -20,6 +20,7 @@ void register_softmax_ops(OpRegistry& r);
 void register_quantization_ops(OpRegistry& r);       // QuantizeLinear, DequantizeLinear, ...
 void register_quantized_matmul_ops(OpRegistry& r);   // MatMulInteger, QLinearMatMul
 void register_quantized_conv_ops(OpRegistry& r);     // ConvInteger, QLinearConv
+void register_quantized_contrib_ops(OpRegistry& r);  // com.microsoft QGemm, QLinearAdd, ...; after pools
 
 // Floor/ceil of a / b for b > 0 (C++ division truncates toward zero, wrong for negative a).
 inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }

@@ -7,14 +7,24 @@
 //   dequantise: x = (q - zero_point) * scale
 //   integer products accumulate (a - a_zp)·(b - b_zp) exactly in int32, and the QLinear ops then
 //   requantise: y = saturate(round_half_even(acc · (a_scale·b_scale / y_scale)) + y_zp), with
-//   the multiplier formed in float (as numpy does with float32 tensors) and the product in double.
+//   the multiplier and the product both in float (requantize_to below).
+//
+// Why the product is in float: the int8 CPU kernels (engine/kernels/requantize.h) requantise
+// with float(acc) · float multiplier, one correctly rounded float multiply, because that is what
+// 8 lanes of vcvtdq2ps + vmulps compute. The references use the same operations so that every
+// optimised kernel can be compared with them bit-exactly. The ONNX numpy reference multiplies in
+// double instead; the two agree except where the double product lies within float rounding of a
+// half-way point (or float(acc) itself rounds, |acc| > 2^24), and there differ by at most 1 LSB.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "engine/kernels/requantize.h"
 #include "engine/ops/op_helpers.h"
 
 namespace xnn {
@@ -37,6 +47,27 @@ Q saturate(double v) {
 // Round half to even (the default floating-point rounding mode; std::nearbyint honours it).
 inline double round_half_even(double v) { return std::nearbyint(v); }
 inline float round_half_even(float v) { return std::nearbyint(v); }
+
+// The requantisation multiplier of one output channel, in_scale·w_scale / out_scale, formed in
+// float left to right (the references and the CPU kernels share this, so their multipliers are
+// the same float).
+inline float requant_multiplier(float in_scale, float w_scale, float out_scale) { return in_scale * w_scale / out_scale; }
+
+// The 8-bit result of an int32 accumulator: kernels::requantize with Q's whole range as the
+// clamp (clamping before rounding gives what rounding then saturating gives: the bounds are
+// integers and rounding is monotone). uint8 goes through kernels::requantize itself; int8 does
+// the same operations with [-128, 127].
+template <typename Q>
+Q requantize_to(int32_t acc, float multiplier, int32_t zero_point) {
+  constexpr int32_t qmin = std::numeric_limits<Q>::min(), qmax = std::numeric_limits<Q>::max();
+  const float lower = static_cast<float>(qmin - zero_point), upper = static_cast<float>(qmax - zero_point);
+  if constexpr (std::is_same_v<Q, uint8_t>) {
+    return kernels::requantize(acc, multiplier, lower, upper, zero_point);
+  } else {
+    const float v = std::min(std::max(static_cast<float>(acc) * multiplier, lower), upper);
+    return static_cast<Q>(static_cast<int32_t>(std::lrintf(v)) + zero_point);
+  }
+}
 
 // A scale or zero point given per tensor (a scalar or a 1-element tensor) or per slice along
 // one axis (a 1-D tensor of that axis' size). `count` is the axis size when per-axis applies.

@@ -120,8 +120,8 @@ void run_qlinear_conv(KernelContext& ctx) {
     Q* py = y.data<Q>();
     for (int64_t i = 0; i < y.numel(); ++i) {
       const int64_t m = (i / plane) % p.out_channels;
-      const float mult = sx * static_cast<float>(sw[static_cast<size_t>(m)]) / sy;
-      py[i] = saturate<Q>(round_half_even(static_cast<double>(acc[static_cast<size_t>(i)]) * mult) + zy);
+      const float mult = requant_multiplier(sx, static_cast<float>(sw[static_cast<size_t>(m)]), sy);
+      py[i] = requantize_to<Q>(acc[static_cast<size_t>(i)], mult, zy);
     }
   });
 }

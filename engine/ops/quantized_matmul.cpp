@@ -117,8 +117,9 @@ void run_qlinear_matmul(KernelContext& ctx) {
     Q* py = y.data<Q>();
     for (int64_t i = 0; i < y.numel(); ++i) {
       const int64_t row = (i / n) % m, col = i % n;
-      const float mult = static_cast<float>(sa[static_cast<size_t>(row)]) * static_cast<float>(sb[static_cast<size_t>(col)]) / sy;
-      py[i] = saturate<Q>(round_half_even(static_cast<double>(acc[static_cast<size_t>(i)]) * mult) + zy);
+      const float mult = requant_multiplier(static_cast<float>(sa[static_cast<size_t>(row)]),
+                                            static_cast<float>(sb[static_cast<size_t>(col)]), sy);
+      py[i] = requantize_to<Q>(acc[static_cast<size_t>(i)], mult, zy);
     }
   });
 }

@@ -12,6 +12,10 @@ const CpuKernelRegistry& CpuKernelRegistry::builtin() {
     register_cpu_pool_kernels(r);
     register_cpu_elementwise_kernels(r);
     register_cpu_data_movement_kernels(r);
+    register_cpu_qconv_kernels(r);
+    register_cpu_qgemm_kernels(r);
+    register_cpu_qpool_kernels(r);
+    register_cpu_qelementwise_kernels(r);
     return r;
   }();
   return registry;

@@ -60,5 +60,9 @@ void register_cpu_gemm_kernels(CpuKernelRegistry& r);
 void register_cpu_pool_kernels(CpuKernelRegistry& r);
 void register_cpu_elementwise_kernels(CpuKernelRegistry& r);
 void register_cpu_data_movement_kernels(CpuKernelRegistry& r);
+void register_cpu_qconv_kernels(CpuKernelRegistry& r);    // QLinearConv (qconv_cpu.cpp)
+void register_cpu_qgemm_kernels(CpuKernelRegistry& r);    // QLinearMatMul, QGemm (qgemm_cpu.cpp)
+void register_cpu_qpool_kernels(CpuKernelRegistry& r);    // uint8 MaxPool, QLinearGlobalAveragePool (qpool_cpu.cpp)
+void register_cpu_qelementwise_kernels(CpuKernelRegistry& r);  // QLinearAdd, QuantizeLinear (qelementwise_cpu.cpp)
 
 }  // namespace xnn
