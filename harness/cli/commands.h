@@ -23,5 +23,11 @@ void add_import_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
 void add_protect_command(CLI::App& app, int& exit_code);
+void add_calibrate_command(CLI::App& app, int& exit_code);
+void add_predict_command(CLI::App& app, int& exit_code);
+void add_targets_command(CLI::App& app, int& exit_code);
+void add_chain_command(CLI::App& app, int& exit_code);
+void add_bundle_command(CLI::App& app, int& exit_code);
+void add_quantize_command(CLI::App& app, int& exit_code);
 
 }  // namespace xnn::cli

@@ -27,6 +27,12 @@ int main(int argc, char** argv) {
   xnn::cli::add_serve_command(app, exit_code);
   xnn::cli::add_report_command(app, exit_code);
   xnn::cli::add_protect_command(app, exit_code);
+  xnn::cli::add_calibrate_command(app, exit_code);
+  xnn::cli::add_predict_command(app, exit_code);
+  xnn::cli::add_targets_command(app, exit_code);
+  xnn::cli::add_chain_command(app, exit_code);
+  xnn::cli::add_bundle_command(app, exit_code);
+  xnn::cli::add_quantize_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,6 +1,8 @@
 #include "harness/cli/registries.h"
 
 #include "harness/train/train_step.h"
+#include "harness/quantize/quantize_step.h"
+#include "harness/sim/sim_target.h"
 
 namespace xnn::cli {
 
@@ -9,6 +11,7 @@ const StepRegistry& step_registry() {
     StepRegistry reg;
     register_builtin_steps(reg);
     train::register_train_step(reg);
+    ptq::register_quantize_step(reg);
     return reg;
   }();
   return r;
@@ -18,6 +21,7 @@ const TargetRegistry& target_registry() {
   static const TargetRegistry r = [] {
     TargetRegistry reg;
     reg.add("cpu", "this machine's CPU, measured for real", make_cpu_target);
+    reg.add("sim:", "a simulated device: configs/devices/<profile>.yaml and the cost model", sim::make_sim_target);
     return reg;
   }();
   return r;

@@ -219,8 +219,12 @@ JobResult execute_job(const config::ExperimentConfig& cfg, const JobPlan& plan, 
       }
     }
     if (m.memory.enabled) {
-      add("peak_rss_bytes", static_cast<double>(lm.peak_rss_bytes), "bytes");
-      add("activation_bytes", static_cast<double>(lm.activation_bytes), "bytes");
+      // A simulated target has no process whose memory could be measured: it reports what its
+      // model predicts for activations (if anything), never a peak RSS of this host.
+      if (!target->simulated()) add("peak_rss_bytes", static_cast<double>(lm.peak_rss_bytes), "bytes");
+      if (!target->simulated() || lm.activation_bytes > 0) {
+        add("activation_bytes", static_cast<double>(lm.activation_bytes), "bytes");
+      }
     }
   }
   if (m.accuracy.enabled) {
