@@ -1,4 +1,5 @@
 // xnn-lab predict MODEL --target cpu [--threads N] [--predictor FILE | --db FILE] [--json]
+// xnn-lab predict MODEL --target sim:<profile> [--threads N] [--on-unsupported error|fallback] [--json]
 // xnn-lab predict --evaluate --target cpu [--models N] [--seed S] [--threads N] [--db FILE]
 //                 [--space FILE] [--predictor FILE] [--warmup W] [--runs R] [--min-time S] [--passes P]
 //                 [--json]
@@ -8,16 +9,22 @@
 // prints latency +- one standard deviation and a per-op breakdown. --evaluate measures held-out
 // generated architectures (experiment "holdout:<target>-t<threads>") and reports how well the
 // predictor does on them: share within +-10%, RMSE, MAPE, Spearman rank correlation.
+// A simulated target (sim:<profile>, configs/devices/) needs no predictor: its latency is the
+// device model's (harness/sim/cost_model.h), with placement, fallbacks and their reasons per op.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "engine/core/error.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registries.h"
 #include "harness/predict/calibration.h"
 #include "harness/predict/model_features.h"
+#include "harness/sim/cost_model.h"
+#include "harness/sim/sim_report.h"
+#include "engine/runtime/model_io.h"
 #include "harness/util/json.h"
 
 namespace xnn::cli {
@@ -25,7 +32,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct PredictArgs {
-  std::string model, target = "cpu", db = "xnn-lab.db", predictor, space;
+  std::string model, target = "cpu", db = "xnn-lab.db", predictor, space, on_unsupported;
   int threads = 1, models = 40, warmup = 3, runs = 15, passes = 10;
   double min_time = 0.2;
   uint64_t seed = 1;
@@ -139,17 +146,53 @@ int evaluate(const PredictArgs& a, const std::string& key) {
   return 0;
 }
 
+// sim:<profile>: the simulator is the predictor. The profile's host runs what the device refuses
+// (or the simulation fails naming those nodes when on_unsupported is error).
+int simulate_model(const PredictArgs& a, const std::string& profile_name) {
+  if (a.evaluate) {
+    throw Error("predict --evaluate --target " + a.target + ": a simulated target has no measurements to evaluate "
+                "against (its latency is the device model's); refit its curves with `xnn-lab calibrate "
+                "--refit-profile " + profile_name + "` instead");
+  }
+  if (!a.predictor.empty()) throw Error("predict --target " + a.target + ": --predictor applies to measured targets only");
+  if (a.model.empty()) throw Error("predict: give a MODEL file");
+  if (!fs::exists(a.model)) throw Error(a.model + ": no such model file");
+  const sim::DeviceProfile device = sim::find_device_profile(profile_name);
+  std::optional<sim::DeviceProfile> host;
+  if (!device.is_cpu()) host = sim::find_device_profile(device.host);
+  sim::SimOptions options;
+  options.threads = a.threads;
+  if (a.on_unsupported == "error") options.on_unsupported = sim::OnUnsupported::kError;
+  else if (a.on_unsupported == "fallback") options.on_unsupported = sim::OnUnsupported::kFallback;
+  else if (!a.on_unsupported.empty()) {
+    throw Error("--on-unsupported: expected error or fallback, got '" + a.on_unsupported + "'");
+  }
+  const auto model = load_model(a.model);
+  const sim::SimResult result = sim::simulate(model->graph, {}, device, host ? &*host : nullptr, options);
+  if (a.json) {
+    std::printf("{\"model\":%s,\"target\":%s,\"simulated\":true,\"result\":%s}\n", json::quote(a.model).c_str(),
+                json::quote(a.target).c_str(), sim::sim_result_json(result).c_str());
+  } else {
+    std::printf("%s", sim::sim_result_table(result, a.model).c_str());
+  }
+  return 0;
+}
+
 int run_predict(const PredictArgs& a) {
   if (a.threads < 1) throw Error("--threads must be >= 1, got " + std::to_string(a.threads));
-  // Target dispatch: measured targets use the predictor fitted by `calibrate`; further kinds
-  // (simulated devices) get their own branch here.
+  // Target dispatch: measured targets use the predictor fitted by `calibrate`; simulated
+  // devices are their own model.
+  if (!a.on_unsupported.empty() && a.target.rfind("sim:", 0) != 0) {
+    throw Error("--on-unsupported applies to simulated targets (sim:<profile>), not " + a.target);
+  }
+  if (a.target.rfind("sim:", 0) == 0 && a.target.size() > 4) return simulate_model(a, a.target.substr(4));
   if (a.target == "cpu") {
     const std::string key = predict::target_key(a.target, a.threads);
     return a.evaluate ? evaluate(a, key) : predict_model(a, key);
   }
   std::string known;
   for (const std::string& k : target_registry().kinds()) known += (known.empty() ? "" : ", ") + k;
-  throw Error("predict --target " + a.target + ": no latency predictor for this target (predictable: cpu; targets: " +
+  throw Error("predict --target " + a.target + ": no latency predictor for this target (predictable: cpu, sim:<profile>; targets: " +
               known + ")");
 }
 
@@ -160,7 +203,10 @@ void add_predict_command(CLI::App& app, int& exit_code) {
                                             "(per-op breakdown, uncertainty); --evaluate on held-out models");
   static PredictArgs a;
   cmd->add_option("model", a.model, "Model file (.xnn or .onnx)");
-  cmd->add_option("--target", a.target, "Target kind (cpu: this machine)")->capture_default_str();
+  cmd->add_option("--target", a.target, "Target kind (cpu: this machine; sim:<profile>: a simulated device, "
+                                        "see `xnn-lab targets`)")
+      ->capture_default_str();
+  cmd->add_option("--on-unsupported", a.on_unsupported, "sim targets: error or fallback (default: the profile's)");
   cmd->add_option("--threads", a.threads, "Threads the target runs with")->capture_default_str();
   cmd->add_option("--predictor", a.predictor, "Predictor file (default: <db folder>/predictors/<target>-t<threads>.json)");
   cmd->add_option("--db", a.db, "Results store beside which calibrate saved the predictor; --evaluate records "

@@ -94,12 +94,16 @@ std::string describe(const YAML::Node& n) {
   return "'" + n.Scalar() + "'";
 }
 
-// ONNX op types of the default domain the engine knows (fusion patterns and op lists name them).
+// Op types a profile may name: the default ONNX domain and com.microsoft (fusion patterns and op lists name them).
 const std::vector<std::string>& engine_op_types() {
   static const std::vector<std::string> types = [] {
     std::vector<std::string> out;
+    // ONNX ops, plus the com.microsoft QOperator forms the quantiser emits (QGemm, QLinearAdd...):
+    // op support matches a node by its type alone.
+    const std::string contrib = "com.microsoft.";
     for (const std::string& t : OpRegistry::builtin().op_types()) {
       if (t.find('.') == std::string::npos) out.push_back(t);
+      else if (t.rfind(contrib, 0) == 0) out.push_back(t.substr(contrib.size()));
     }
     return out;
   }();

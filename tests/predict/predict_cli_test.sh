@@ -68,6 +68,27 @@ if "$XNN" predict --evaluate --target cpu --db "$db" --models 4 "${quick[@]}" --
   ok "predict --evaluate --json reports within_10, RMSE, Spearman, MAPE and per-model rows"
 else cp "$work/e.json" "$work/out.txt" 2>/dev/null; bad "predict --evaluate --json reports the metrics"; fi
 
+# --- simulated targets: the device model is the predictor ----------------------------------
+if "$XNN" predict "$model" --target sim:adreno_660_gpu >"$work/out.txt" 2>&1 &&
+   grep -qE "on sim:adreno_660_gpu: simulated [0-9.]+ ms" "$work/out.txt" && grep -q "adreno_660_gpu" "$work/out.txt"; then
+  ok "predict --target sim:<profile> prints the simulated latency and per-op placement"
+else bad "predict --target sim:<profile> prints the simulated latency and per-op placement"; fi
+# A float model on an int8-only NPU: every compute op falls back to the host, with the reason.
+if "$XNN" predict "$model" --target sim:hexagon_780_npu --json >"$work/s.json" 2>"$work/out.txt" &&
+   python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+assert d["simulated"] is True and d["target"] == "sim:hexagon_780_npu", d.keys()
+r = d["result"]
+assert r["device"] == "hexagon_780_npu" and r["host"] == "cortex_a78_big" and r["latency_ms"] > 0
+assert r["fell_back"] > 0 and len(r["ops"]) > 3
+back = [o for o in r["ops"] if o["fell_back"]]
+assert back and all(o["device"] == "cortex_a78_big" and "int8 only" in o["reason"] for o in back), back[:2]
+assert abs(sum(o["time_ms"] for o in r["ops"]) + r["device_ms"].get("transfer", 0) - r["latency_ms"]) < 1e-6 * max(1, r["latency_ms"])
+for o in r["ops"]:
+    assert {"name", "type", "device", "dtype", "time_ms", "bound", "fell_back", "reason"} <= set(o), o' "$work/s.json"; then
+  ok "predict --target sim:hexagon_780_npu --json: fallbacks to the host with reasons; op times sum to the total"
+else cp "$work/s.json" "$work/out.txt" 2>/dev/null; bad "predict --target sim:hexagon_780_npu --json: fallbacks with reasons"; fi
+
 # --- bad inputs ------------------------------------------------------------------------------
 expect_fail() {  # NAME PATTERN CMD...: exits non-zero and says PATTERN
   local name=$1 pattern=$2
@@ -84,6 +105,12 @@ expect_fail "unknown calibrate target" "calibrate --target gpu0" "$XNN" calibrat
 echo '{"format": "other"}' >"$work/bad.json"
 expect_fail "not a predictor file" "bad.json:1: \"format\"" "$XNN" predict "$model" --target cpu --predictor "$work/bad.json"
 expect_fail "missing space file" "nope.yaml" "$XNN" calibrate --target cpu --db "$db" --space "$work/nope.yaml"
+expect_fail "unknown device profile" "unknown device profile 'nope'" "$XNN" predict "$model" --target sim:nope
+expect_fail "sim target with on_unsupported error names the nodes" "cannot run on hexagon_780_npu" \
+  "$XNN" predict "$model" --target sim:hexagon_780_npu --on-unsupported error
+expect_fail "--on-unsupported needs a sim target" "applies to simulated targets" \
+  "$XNN" predict "$model" --target cpu --on-unsupported error --db "$db"
+expect_fail "--evaluate on a sim target" "no measurements to evaluate" "$XNN" predict --evaluate --target sim:adreno_660_gpu
 expect_fail "no model and no --evaluate" "give a MODEL" "$XNN" predict --target cpu --db "$db"
 
 echo "$passed passed, $failed failed"
