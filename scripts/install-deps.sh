@@ -12,6 +12,8 @@ PACKAGES=(
   libcli11-dev libyaml-cpp-dev libsqlite3-dev sqlite3 libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libzstd-dev libssl-dev
+  # encode report baselines (zstd -19, xz -9 through the libraries)
+  liblzma-dev
   # real data and conformance suites
   libonnx-testdata dataset-fashion-mnist
   # fixture generation: PyTorch exports of torchvision models (Debian's python)

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/coding/symbol_stream.h"
 #include "engine/core/tensor.h"
 
 namespace xnn {
@@ -40,6 +41,19 @@ struct QuantParams {
   bool operator==(const QuantParams&) const = default;
 };
 
+// A request to store a float32 constant coded in .xnn (engine/format/xnn.fbs, encoding
+// Codebook): every element equals one of `codebook` (weight clustering), stored as
+// entropy-coded codebook indices; with gap_bits > 0 zeros are left out and the distances
+// between stored elements are coded instead (sparse). Only save_xnn reads it (and refuses data
+// that is not in the codebook); load_xnn decodes coded tensors into ordinary dense data and
+// leaves it empty, so a loaded model is a plain one.
+struct WeightCoding {
+  std::vector<float> codebook;  // 1..4096 values, compared bit for bit
+  coding::SymbolCoder coder = coding::SymbolCoder::kRans;
+  int gap_bits = 0;             // 0: dense layout; 1..12: sparse layout, gap symbols < 2^gap_bits
+  bool operator==(const WeightCoding&) const = default;
+};
+
 struct Value {
   std::string name;
   DType dtype = DType::kUnknown;
@@ -49,6 +63,7 @@ struct Value {
   bool trainable = false;       // an initialiser that training updates
   bool outer_scope = false;     // in a subgraph: resolved by name in the enclosing graph
   std::optional<QuantParams> quant;
+  std::optional<WeightCoding> coding;  // how save_xnn stores `data` (absent: dense)
 
   bool is_constant() const { return data.has_value(); }
   // The shape as concrete dims; throws naming the value if any dim is not known.

@@ -42,7 +42,7 @@ Header decode_header(const uint8_t* file, size_t file_size, const std::string& n
 
 // A model laid out as an .xnn file: `head` is the header, FlatBuffer and padding up to the
 // data section; each blob's bytes go at its file offset; zeros fill the gaps up to file_size.
-// Blobs point into the model's tensors, which must outlive this. Errors start with `name`
+// Blobs point into the model's tensors, which must outlive this, or into `owned`. Errors start with `name`
 // (the destination file).
 struct EncodedFile {
   struct Blob {
@@ -53,6 +53,8 @@ struct EncodedFile {
   std::string head;
   std::vector<Blob> blobs;  // ascending offsets
   uint64_t file_size = 0;
+  // Bytes made while encoding (coded weights, codebooks) that blobs point into.
+  std::vector<std::shared_ptr<const std::string>> owned;
 };
 EncodedFile encode_model(const Model& model, const XnnSaveOptions& options, const std::string& name);
 

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 
+#include "engine/coding/symbol_stream.h"
 #include "engine/format/xnn_generated.h"
 #include "engine/format/xnn_layout.h"
 
@@ -52,7 +53,10 @@ class Decoder {
         // Our writer never shares strings or vectors, so decoded payload is at most the size
         // of the FlatBuffer; the slack admits writers that share some, while a corrupted file
         // that points thousands of entries at one big vector cannot blow up memory.
-        decode_budget_(4 * header.flatbuffer_size + (uint64_t{1} << 20)) {}
+        decode_budget_(4 * header.flatbuffer_size + (uint64_t{1} << 20)),
+        // Coded weights legitimately expand a lot (a pruned tensor of zeros codes to a few
+        // bytes), but a hostile file must not make a tiny file allocate terabytes.
+        coded_budget_((uint64_t{64} << 20) + 256 * header.file_size) {}
 
   Model model(const fb::Model& m) {
     if (m.format_version() != header_.format_version) {
@@ -185,7 +189,7 @@ class Decoder {
 
   Tensor tensor(const fb::TensorRef& t, const std::string& what) {
     const DType type = dtype(t.dtype(), what, /*allow_unknown=*/false);
-    if (t.encoding() != fb::WeightEncoding::Dense) {
+    if (t.encoding() != fb::WeightEncoding::Dense && t.encoding() != fb::WeightEncoding::Codebook) {
       const char* encoding_name = fb::EnumNameWeightEncoding(t.encoding());
       throw Error(what + ": weight encoding " +
                   (*encoding_name ? std::string(encoding_name) : std::to_string(static_cast<int>(t.encoding()))) +
@@ -202,18 +206,8 @@ class Decoder {
     }
     const fb::BlobRef* blob = t.blob();
     if (!blob) throw Error(what + ": constant has no data blob");
-    const uint64_t offset = blob->offset();
-    const uint64_t size = blob->size();
-    const uint64_t data_end = header_.data_offset + header_.data_size;  // == file size, checked
-    if (offset < header_.data_offset || offset > data_end || size > data_end - offset) {
-      throw Error(what + ": blob [offset " + std::to_string(offset) + ", size " + std::to_string(size) +
-                  "] exceeds the data section [offset " + std::to_string(header_.data_offset) + ", size " +
-                  std::to_string(header_.data_size) + "]");
-    }
-    if (offset % kBlobAlignment != 0) {
-      throw Error(what + ": blob offset " + std::to_string(offset) + " is not " + std::to_string(kBlobAlignment) +
-                  "-byte aligned");
-    }
+    const auto [offset, size] = blob_range(*blob, what + ": blob");
+    if (t.encoding() == fb::WeightEncoding::Codebook) return codebook_tensor(t, type, std::move(shape), offset, size, what);
     const uint64_t expected = static_cast<uint64_t>(numel) * dtype_size(type);
     if (size != expected) {
       throw Error(what + ": blob is " + std::to_string(size) + " bytes but " + std::string(dtype_name(type)) + " " +
@@ -229,6 +223,88 @@ class Decoder {
       }
     }
     return Tensor(type, std::move(shape), storage_, static_cast<size_t>(offset));
+  }
+
+  // A blob's [offset, size], checked to lie inside the data section and to be aligned.
+  std::pair<uint64_t, uint64_t> blob_range(const fb::BlobRef& blob, const std::string& what) {
+    const uint64_t offset = blob.offset();
+    const uint64_t size = blob.size();
+    const uint64_t data_end = header_.data_offset + header_.data_size;  // == file size, checked
+    if (offset < header_.data_offset || offset > data_end || size > data_end - offset) {
+      throw Error(what + " [offset " + std::to_string(offset) + ", size " + std::to_string(size) +
+                  "] exceeds the data section [offset " + std::to_string(header_.data_offset) + ", size " +
+                  std::to_string(header_.data_size) + "]");
+    }
+    if (offset % kBlobAlignment != 0) {
+      throw Error(what + " offset " + std::to_string(offset) + " is not " + std::to_string(kBlobAlignment) +
+                  "-byte aligned");
+    }
+    return {offset, size};
+  }
+
+  // Decodes a Codebook tensor (xnn.fbs) once, here, into ordinary dense float32 storage.
+  Tensor codebook_tensor(const fb::TensorRef& t, DType type, Shape shape, uint64_t offset, uint64_t size,
+                         const std::string& what) {
+    if (type != DType::kF32) throw Error(what + ": Codebook encoding needs float32 data, not " + std::string(dtype_name(type)));
+    const fb::EncodingParams* p = t.encoding_params();
+    if (!p || !p->codebook()) throw Error(what + ": Codebook encoding without a codebook");
+    const auto [book_offset, book_size] = blob_range(*p->codebook(), what + ": codebook blob");
+    const uint64_t k = book_size / 4;
+    if (book_size % 4 != 0 || k == 0 || k > coding::kMaxAlphabet) {
+      throw Error(what + ": codebook blob of " + std::to_string(book_size) + " bytes (expected 1.." +
+                  std::to_string(coding::kMaxAlphabet) + " float32 values)");
+    }
+    if (p->bits() > 12 || k > (uint64_t{1} << p->bits())) {
+      throw Error(what + ": codebook of " + std::to_string(k) + " values does not fit " + std::to_string(p->bits()) +
+                  "-bit indices");
+    }
+    const int gap_bits = p->gap_bits();
+    if (gap_bits > 12) throw Error(what + ": gap width " + std::to_string(gap_bits) + " bits (expected 0..12)");
+    if (gap_bits > 0 && !p->indices()) throw Error(what + ": sparse Codebook encoding without a gap stream");
+    const uint64_t numel = static_cast<uint64_t>(shape_numel(shape));
+    coded_bytes_ += numel * 4;
+    if (coded_bytes_ > coded_budget_) {
+      throw Error(what + ": coded weights decode to more than " + std::to_string(coded_budget_) + " bytes (corrupted?)");
+    }
+    std::vector<float> codebook(k);
+    std::memcpy(codebook.data(), file_ + book_offset, book_size);
+    Tensor out(DType::kF32, std::move(shape));
+    float* dst = out.data<float>();
+    try {
+      const std::vector<uint16_t> symbols =
+          coding::decode_symbols(file_ + offset, size, static_cast<uint32_t>(k), numel);
+      if (gap_bits == 0) {
+        if (symbols.size() != numel) {
+          throw Error("index stream has " + std::to_string(symbols.size()) + " symbols for " + std::to_string(numel) +
+                      " elements");
+        }
+        for (uint64_t i = 0; i < numel; ++i) dst[i] = codebook[symbols[i]];
+      } else {
+        const auto [gaps_offset, gaps_size] = blob_range(*p->indices(), "gap blob");
+        const uint32_t escape = (1u << gap_bits) - 1;
+        // At most one gap symbol per element plus one escape per `escape` zeros.
+        const std::vector<uint16_t> gaps =
+            coding::decode_symbols(file_ + gaps_offset, gaps_size, escape + 1, numel + numel / escape + 1);
+        uint64_t pos = 0;
+        size_t next = 0;
+        for (uint16_t g : gaps) {
+          pos += g;
+          if (g == escape) continue;
+          if (pos >= numel || next >= symbols.size()) {
+            throw Error("gap stream runs past the tensor's " + std::to_string(numel) + " elements or its " +
+                        std::to_string(symbols.size()) + " stored values");
+          }
+          dst[pos++] = codebook[symbols[next++]];
+        }
+        if (pos > numel || next != symbols.size()) {
+          throw Error("gap stream places " + std::to_string(next) + " of " + std::to_string(symbols.size()) +
+                      " stored values within " + std::to_string(numel) + " elements");
+        }
+      }
+    } catch (const Error& e) {
+      throw Error(what + ": Codebook weights: " + e.what());
+    }
+    return out;
   }
 
   DType dtype(fb::DType t, const std::string& what, bool allow_unknown) {
@@ -292,6 +368,8 @@ class Decoder {
   std::string name_;
   uint64_t decode_budget_;
   uint64_t decoded_bytes_ = 0;
+  uint64_t coded_budget_;
+  uint64_t coded_bytes_ = 0;
 };
 
 }  // namespace

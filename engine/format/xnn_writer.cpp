@@ -1,5 +1,10 @@
 // Encoding the IR as an .xnn file: the FlatBuffer description plus a list of where each
 // constant tensor's bytes go in the data section (the bytes themselves are not copied here).
+#include <bit>
+#include <cstring>
+#include <unordered_map>
+
+#include "engine/coding/symbol_stream.h"
 #include "engine/format/xnn_generated.h"
 #include "engine/format/xnn_layout.h"
 
@@ -11,11 +16,78 @@ static_assert(sizeof(bool) == 1, "bool tensors are stored as one byte per elemen
 
 using StringOffsets = std::vector<flatbuffers::Offset<flatbuffers::String>>;
 
+// A Codebook tensor's coded bytes (engine/format/xnn.fbs): made once per value and reused by
+// every layout pass of encode_model.
+struct CodedTensor {
+  std::shared_ptr<const std::string> codebook;  // K float32
+  std::shared_ptr<const std::string> symbols;   // coded codebook indices
+  std::shared_ptr<const std::string> gaps;      // sparse layout: coded gap symbols; else null
+  uint8_t bits = 0;
+  uint8_t gap_bits = 0;
+};
+using CodedTensors = std::map<const Value*, CodedTensor>;
+
+CodedTensor code_tensor(const Tensor& t, const WeightCoding& c, const std::string& what) {
+  if (t.dtype() != DType::kF32) {
+    throw Error(what + ": coded weights must be float32, not " + std::string(dtype_name(t.dtype())));
+  }
+  const size_t k = c.codebook.size();
+  if (k == 0 || k > coding::kMaxAlphabet) {
+    throw Error(what + ": codebook of " + std::to_string(k) + " values (expected 1.." +
+                std::to_string(coding::kMaxAlphabet) + ")");
+  }
+  if (c.gap_bits < 0 || c.gap_bits > 12) {
+    throw Error(what + ": gap width " + std::to_string(c.gap_bits) + " bits (expected 0 for dense, 1..12 for sparse)");
+  }
+  std::unordered_map<uint32_t, uint16_t> index_of;
+  for (size_t i = 0; i < k; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &c.codebook[i], 4);
+    if (!index_of.emplace(bits, static_cast<uint16_t>(i)).second) {
+      throw Error(what + ": codebook value " + std::to_string(c.codebook[i]) + " appears twice");
+    }
+  }
+  const auto* data = static_cast<const uint32_t*>(t.raw());  // float bits
+  const int64_t numel = t.numel();
+  std::vector<uint16_t> symbols, gaps;
+  const uint32_t escape = (1u << c.gap_bits) - 1;
+  uint32_t run = 0;  // zeros since the last stored element (sparse layout)
+  for (int64_t i = 0; i < numel; ++i) {
+    if (c.gap_bits > 0 && data[i] == 0) {
+      if (++run == escape) {
+        gaps.push_back(static_cast<uint16_t>(escape));
+        run = 0;
+      }
+      continue;
+    }
+    const auto it = index_of.find(data[i]);
+    if (it == index_of.end()) {
+      float v = 0;
+      std::memcpy(&v, &data[i], 4);
+      throw Error(what + ": element " + std::to_string(i) + " (" + std::to_string(v) + ") is not in its codebook of " +
+                  std::to_string(k) + " values");
+    }
+    symbols.push_back(it->second);
+    if (c.gap_bits > 0) {
+      gaps.push_back(static_cast<uint16_t>(run));
+      run = 0;
+    }
+  }
+  CodedTensor out;
+  out.codebook = std::make_shared<const std::string>(reinterpret_cast<const char*>(c.codebook.data()), k * 4);
+  out.symbols = std::make_shared<const std::string>(
+      coding::encode_symbols(symbols, static_cast<uint32_t>(k), c.coder).bytes);
+  if (c.gap_bits > 0) out.gaps = std::make_shared<const std::string>(coding::encode_symbols(gaps, escape + 1, c.coder).bytes);
+  out.bits = static_cast<uint8_t>(k <= 1 ? 0 : std::bit_width(k - 1));
+  out.gap_bits = static_cast<uint8_t>(c.gap_bits);
+  return out;
+}
+
 class Encoder {
  public:
   // Blob offsets are file offsets, so they depend on where the data section starts, which in
   // turn depends on the size of the FlatBuffer being built: see encode_model.
-  explicit Encoder(uint64_t data_offset) : data_offset_(data_offset) {
+  Encoder(uint64_t data_offset, CodedTensors& coded) : data_offset_(data_offset), coded_(coded) {
     // Write every scalar, even when it equals its default: -0.0f then survives bit-exactly,
     // and the FlatBuffer's size does not depend on the values, only on the model's structure.
     fbb_.ForceDefaults(true);
@@ -71,7 +143,12 @@ class Encoder {
     if (any_symbol) {
       for (const Dim& d : v.shape) symbols.push_back(text(d.symbol));
     }
-    flatbuffers::Offset<fb::TensorRef> data = v.data ? encode_tensor(*v.data, what) : 0;
+    flatbuffers::Offset<fb::TensorRef> data = 0;
+    if (v.data && v.coding) {
+      data = encode_coded_tensor(v, what);
+    } else if (v.data) {
+      data = encode_tensor(*v.data, what);
+    }
     flatbuffers::Offset<fb::QuantParams> quant = 0;
     if (v.quant) {
       quant = fb::CreateQuantParams(fbb_, fbb_.CreateVector(v.quant->scale), fbb_.CreateVector(v.quant->zero_point),
@@ -147,12 +224,40 @@ class Encoder {
                                fb::WeightEncoding::Dense, blob, 0);
   }
 
+  // A Codebook tensor (xnn.fbs): coded once, placed again in every layout pass.
+  flatbuffers::Offset<fb::TensorRef> encode_coded_tensor(const Value& v, const std::string& what) {
+    const Tensor& t = *v.data;
+    if (!t.defined()) throw Error(what + ": constant tensor has no data");
+    auto found = coded_.find(&v);
+    if (found == coded_.end()) found = coded_.emplace(&v, code_tensor(t, *v.coding, what)).first;
+    const CodedTensor& c = found->second;
+    auto symbols = place(c.symbols);
+    auto codebook = place(c.codebook);
+    flatbuffers::Offset<fb::BlobRef> gaps = c.gaps ? place(c.gaps) : 0;
+    auto params = fb::CreateEncodingParams(fbb_, c.bits, codebook, gaps, 0, 0, c.gap_bits);
+    return fb::CreateTensorRef(fbb_, static_cast<fb::DType>(t.dtype()), fbb_.CreateVector(t.shape()),
+                               fb::WeightEncoding::Codebook, symbols, params);
+  }
+
+  flatbuffers::Offset<fb::BlobRef> place(const std::shared_ptr<const std::string>& bytes) {
+    const uint64_t relative = align_up(data_used_, kBlobAlignment);
+    blobs_.push_back({data_offset_ + relative, bytes->data(), bytes->size()});
+    owned_.push_back(bytes);
+    data_used_ = relative + bytes->size();
+    return fb::CreateBlobRef(fbb_, data_offset_ + relative, bytes->size());
+  }
+
   flatbuffers::Offset<flatbuffers::String> text(const std::string& s) { return fbb_.CreateString(s); }
 
   flatbuffers::FlatBufferBuilder fbb_;
   uint64_t data_offset_;
   uint64_t data_used_ = 0;  // bytes of the data section taken so far
   std::vector<EncodedFile::Blob> blobs_;
+  CodedTensors& coded_;
+  std::vector<std::shared_ptr<const std::string>> owned_;
+
+ public:
+  const std::vector<std::shared_ptr<const std::string>>& owned() const { return owned_; }
 };
 
 }  // namespace
@@ -162,8 +267,9 @@ EncodedFile encode_model(const Model& model, const XnnSaveOptions& options, cons
   // Its size does not depend on the blob offsets it records (all scalars are always written),
   // so a second pass with the real data offset settles the layout.
   uint64_t data_offset = kHeaderSize;
+  CodedTensors coded;
   for (int pass = 0; pass < 3; ++pass) {
-    Encoder encoder(data_offset);
+    Encoder encoder(data_offset, coded);
     encoder.encode(model, options, name);
     // The reader wants an 8-byte multiple; trailing zeros after a FlatBuffer are harmless.
     const uint64_t flatbuffer_size = align_up(encoder.flatbuffer_size(), 8);
@@ -184,6 +290,7 @@ EncodedFile encode_model(const Model& model, const XnnSaveOptions& options, cons
     out.head.append(reinterpret_cast<const char*>(encoder.flatbuffer()), encoder.flatbuffer_size());
     out.head.resize(data_offset, '\0');
     out.blobs = encoder.blobs();
+    out.owned = encoder.owned();
     out.file_size = header.file_size;
     return out;
   }
