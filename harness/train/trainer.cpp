@@ -301,7 +301,8 @@ TrainConfig load_train_config(const std::string& path, const std::vector<std::st
   return parse_train_config(root, path);
 }
 
-TrainResult run_training(const TrainConfig& c, const ProgressFn& progress, std::shared_ptr<Model> initial_model) {
+TrainResult run_training(const TrainConfig& c, const ProgressFn& progress, std::shared_ptr<Model> initial_model,
+                         const StepHook& after_step) {
   const auto log = [&](const std::string& s) {
     if (progress) progress(s);
   };
@@ -363,6 +364,8 @@ TrainResult run_training(const TrainConfig& c, const ProgressFn& progress, std::
       std::to_string(c.threads) + " thread(s)");
 
   std::vector<double> step_ms;
+  const int64_t total_steps = per_epoch * c.epochs;
+  if (after_step) after_step(ck.steps, total_steps, session.parameters());
   const auto t_all = std::chrono::steady_clock::now();
   for (int epoch = ck.epochs_done; epoch < c.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -380,6 +383,7 @@ TrainResult run_training(const TrainConfig& c, const ProgressFn& progress, std::
       }
       if (c.clip_grad_norm > 0) clip_grad_norm(session.parameters(), c.clip_grad_norm);
       opt->step(session.parameters(), lr);
+      if (after_step) after_step(ck.steps + 1, total_steps, session.parameters());
       step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
       ++ck.steps;
       ++steps;

@@ -11,12 +11,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/core/graph.h"
 #include "engine/train/lr_schedule.h"
 #include "engine/train/optimizer.h"
+#include "engine/train/parameter.h"
 #include "harness/data/batch_loader.h"
 #include "harness/train/model_builder.h"
 
@@ -80,9 +82,14 @@ struct TrainResult {
 
 using ProgressFn = std::function<void(const std::string& line)>;
 
+// Called before the first optimiser step of this run (with the steps already taken: 0 unless
+// resumed) and after every optimiser step, with the number of steps taken so far (total_steps: epochs × steps per epoch). It may
+// change the parameters in place, e.g. pruning re-applies its masks (compress/prune).
+using StepHook = std::function<void(int64_t step, int64_t total_steps, std::span<Parameter> parameters)>;
+
 // Runs training. When `initial_model` is given it replaces the config's model source (the
 // experiment step trains the variant's model). Progress lines go to `progress`.
 TrainResult run_training(const TrainConfig& config, const ProgressFn& progress,
-                         std::shared_ptr<Model> initial_model = nullptr);
+                         std::shared_ptr<Model> initial_model = nullptr, const StepHook& after_step = nullptr);
 
 }  // namespace xnn::train

@@ -1,0 +1,225 @@
+// Sparse kernels for pruned layers: 1×1 Conv / ai.xnn FusedConv and Gemm / ai.xnn FusedGemm /
+// MatMul with constant weights that are mostly exact zeros (engine/kernels/spmm.h).
+//
+// These factories are registered before the dense ones (cpu_kernel.cpp) and return null unless
+// the constant weights are sparse enough for the sparse kernel to beat the dense one; the dense
+// factories then take the node as before. The rule (measured with engine/bench/spmm_bench.cpp
+// on AVX2, see the comment there for the figures):
+//   1×1 conv (group 1, stride 1, no padding)    zeros >= kMinSparsityConv1x1  -> f32_spmm
+//   linear layer, batch M >= 2                  zeros >= kMinSparsityLinear   -> f32_spmm on Xᵀ
+//   linear layer, batch M == 1                  zeros >= kMinSparsityGemv     -> f32_spmv (gather)
+// Epilogues: bias, FusedConv's residual input and every fused activation are applied by the
+// sparse kernels, so a fused node still writes its output once.
+#include <algorithm>
+
+#include "engine/backends/cpu/cpu_kernel.h"
+#include "engine/kernels/scratch.h"
+#include "engine/kernels/spmm.h"
+#include "engine/ops/fused_activation.h"
+#include "engine/ops/op_helpers.h"
+
+namespace xnn {
+namespace {
+
+using kernels::Isa;
+
+// From engine/bench/spmm_bench.cpp (AVX2, one thread, dense time / sparse time; the full table
+// is in compress/prune/README.md): 1x1 conv 56²×64→64 .. 7²×512→512 0.7-1.4x at 50%, 1.2-2.4x at
+// 70%, 1.9-3.0x at 80%; linear 64×784→300 0.8-1.0x at 50%, 1.3x at 70%; batch 1 (gather)
+// 784→300 0.5x at 70%, 0.8x at 80%, 1.2-1.6x at 90%, 1024→1024 1.1-1.25x at 70%, 2.0x at 80%.
+// Sparse from 70% zeros, batch-1 linear layers from 85% (the small layer decides).
+constexpr double kMinSparsityConv1x1 = 0.7;
+constexpr double kMinSparsityLinear = 0.7;
+constexpr double kMinSparsityGemv = 0.85;
+
+class SparseConv1x1Kernel final : public CpuKernel {
+ public:
+  SparseConv1x1Kernel(int64_t n, int64_t cin, int64_t hw, int64_t cout, const float* w, std::vector<float> bias,
+                      bool has_residual, kernels::Activation act, Isa isa)
+      : n_(n), cin_(cin), hw_(hw), cout_(cout), w_(cout, cin, w, cin, hw), bias_(std::move(bias)),
+        has_residual_(has_residual), act_(act), isa_(isa) {}
+
+  std::string name() const override { return "f32_conv1x1_sparse+" + kernels::spmm_kernel_name(isa_); }
+
+  void run(KernelContext& ctx) override {
+    const float* x = ctx.input(0).data<float>();
+    const float* z = has_residual_ ? ctx.input(3).data<float>() : nullptr;
+    float* y = ctx.output(0).data<float>();
+    for (int64_t b = 0; b < n_; ++b) {
+      kernels::SpmmEpilogue ep;
+      ep.bias = bias_.empty() ? nullptr : bias_.data();
+      ep.residual = z ? z + b * cout_ * hw_ : nullptr;
+      ep.ldr = hw_;
+      ep.act = act_;
+      kernels::f32_spmm(w_, hw_, x + b * cin_ * hw_, y + b * cout_ * hw_, hw_, ep, ctx.pool(), isa_);
+    }
+  }
+
+ private:
+  int64_t n_, cin_, hw_, cout_;
+  kernels::SparseWeights w_;
+  std::vector<float> bias_;
+  bool has_residual_;
+  kernels::Activation act_;
+  Isa isa_;
+};
+
+std::vector<float> constant_bias(const CpuKernelPrepareContext& ctx, int64_t count, bool* ok) {
+  *ok = true;
+  if (ctx.inputs.size() <= 2 || ctx.inputs[2].dtype == DType::kUnknown) return {};
+  const TensorInfo& c = ctx.inputs[2];
+  if (!c.value || c.dtype != DType::kF32 || shape_numel(c.shape) != count) {
+    *ok = false;
+    return {};
+  }
+  const float* v = c.value->data<float>();
+  return std::vector<float>(v, v + count);
+}
+
+std::unique_ptr<CpuKernel> make_sparse_conv_kernel(const CpuKernelPrepareContext& ctx) {
+  const Node& node = ctx.node;
+  if (ctx.inputs.size() < 2 || ctx.outputs.empty()) return nullptr;
+  const TensorInfo& x = ctx.inputs[0];
+  const TensorInfo& w = ctx.inputs[1];
+  if (x.dtype != DType::kF32 || w.dtype != DType::kF32 || !w.value || x.shape.size() != 4 || w.shape.size() != 4) {
+    return nullptr;
+  }
+  const Shape& out = ctx.outputs[0].shape;
+  if (out.size() != 4 || w.shape[2] != 1 || w.shape[3] != 1 || node.attr_int("group", 1) != 1 ||
+      w.shape[1] != x.shape[1]) {
+    return nullptr;
+  }
+  const WindowGeometry geo = window_geometry(node, {x.shape[2], x.shape[3]}, {1, 1}, false);
+  for (size_t i = 0; i < 2; ++i) {
+    if (geo.strides[i] != 1 || geo.pads_begin[i] != 0 || geo.pads_end[i] != 0) return nullptr;
+  }
+  const int64_t cout = w.shape[0], cin = w.shape[1], hw = x.shape[2] * x.shape[3];
+  if (out[0] != x.shape[0] || out[1] != cout || out[2] != x.shape[2] || out[3] != x.shape[3] || hw <= 0) return nullptr;
+  const float* wv = w.value->data<float>();
+  if (kernels::zero_fraction(wv, cout * cin) < kMinSparsityConv1x1) return nullptr;
+  bool bias_ok = true;
+  std::vector<float> bias = constant_bias(ctx, cout, &bias_ok);
+  if (!bias_ok) return nullptr;
+  const bool has_residual = ctx.inputs.size() > 3 && ctx.inputs[3].dtype != DType::kUnknown;
+  if (has_residual && (ctx.inputs[3].dtype != DType::kF32 || ctx.inputs[3].shape != out)) return nullptr;
+  if (cin * hw > (int64_t{1} << 29)) return nullptr;  // byte deltas are int32
+  return std::make_unique<SparseConv1x1Kernel>(x.shape[0], cin, hw, cout, wv, std::move(bias), has_residual,
+                                               fused_activation(node), ctx.isa);
+}
+
+// Y[M×N] = act(op(A)[M×K] · Wᵀ + bias) with W [N×K] sparse. Batch 1: one sparse dot product
+// per output; batch M: Yᵀ = W · op(A)ᵀ through f32_spmm over the M columns of op(A)ᵀ [K×M]
+// (op(A) itself when Gemm has transA), transposed into Y when M > 1.
+class SparseLinearKernel final : public CpuKernel {
+ public:
+  SparseLinearKernel(int64_t m, int64_t k, int64_t n, bool trans_a, const std::vector<float>& wt,
+                     std::vector<float> bias, kernels::Activation act, Isa isa, std::string op)
+      : m_(m), k_(k), n_(n), trans_a_(trans_a), w_(n, k, wt.data(), k, m), bias_(std::move(bias)), act_(act),
+        isa_(isa), op_(std::move(op)) {}
+
+  std::string name() const override {
+    return "f32_" + op_ + "_sparse+" + (m_ == 1 ? kernels::spmv_kernel_name(isa_) : kernels::spmm_kernel_name(isa_));
+  }
+
+  void run(KernelContext& ctx) override {
+    const float* a = ctx.input(0).data<float>();
+    float* y = ctx.output(0).data<float>();
+    const float* bias = bias_.empty() ? nullptr : bias_.data();
+    if (m_ == 1) {
+      kernels::f32_spmv(w_, a, bias, act_, y, ctx.pool(), isa_);
+      return;
+    }
+    const float* at = a;
+    if (!trans_a_) {
+      // Rows of Xᵀ written in turn: the M source rows being read stay in L1 (the other order
+      // writes M-strided and was ~20x slower for 64×784).
+      float* t = kernels::thread_scratch_f32(static_cast<size_t>(k_ * m_), 2);
+      for (int64_t p = 0; p < k_; ++p)
+        for (int64_t i = 0; i < m_; ++i) t[p * m_ + i] = a[i * k_ + p];
+      at = t;
+    }
+    float* yt = kernels::thread_scratch_f32(static_cast<size_t>(n_ * m_), 3);
+    kernels::SpmmEpilogue ep;
+    ep.bias = bias;
+    ep.act = act_;
+    kernels::f32_spmm(w_, m_, at, yt, m_, ep, ctx.pool(), isa_);
+    for (int64_t i = 0; i < m_; ++i)
+      for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] = yt[j * m_ + i];
+  }
+
+ private:
+  int64_t m_, k_, n_;
+  bool trans_a_;
+  kernels::SparseWeights w_;
+  std::vector<float> bias_;
+  kernels::Activation act_;
+  Isa isa_;
+  std::string op_;
+};
+
+double min_sparsity_linear(int64_t m) { return m == 1 ? kMinSparsityGemv : kMinSparsityLinear; }
+
+std::unique_ptr<CpuKernel> make_sparse_gemm_kernel(const CpuKernelPrepareContext& ctx) {
+  const Node& node = ctx.node;
+  if (ctx.inputs.size() < 2) return nullptr;
+  const TensorInfo& a = ctx.inputs[0];
+  const TensorInfo& b = ctx.inputs[1];
+  if (a.dtype != DType::kF32 || b.dtype != DType::kF32 || a.shape.size() != 2 || b.shape.size() != 2 || !b.value) {
+    return nullptr;
+  }
+  const bool trans_a = node.attr_int("transA", 0) != 0, trans_b = node.attr_int("transB", 0) != 0;
+  const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+  const int64_t m = trans_a ? a.shape[1] : a.shape[0], k = trans_a ? a.shape[0] : a.shape[1];
+  const int64_t n = trans_b ? b.shape[0] : b.shape[1];
+  if ((trans_b ? b.shape[1] : b.shape[0]) != k || m < 1 || k * m > (int64_t{1} << 29)) return nullptr;
+  const float* bw = b.value->data<float>();
+  if (kernels::zero_fraction(bw, n * k) < min_sparsity_linear(m)) return nullptr;
+  std::vector<float> bias;
+  if (ctx.inputs.size() > 2 && ctx.inputs[2].dtype != DType::kUnknown) {
+    const TensorInfo& c = ctx.inputs[2];
+    if (!c.value || c.dtype != DType::kF32 || shape_numel(c.shape) != n || (c.shape.size() == 2 && c.shape[0] != 1)) {
+      return nullptr;
+    }
+    const float* cv = c.value->data<float>();
+    bias.assign(cv, cv + n);
+    for (float& v : bias) v *= beta;
+  }
+  // W = alpha·op(B)ᵀ, N×K row-major.
+  std::vector<float> wt(static_cast<size_t>(n * k));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t p = 0; p < k; ++p) wt[static_cast<size_t>(j * k + p)] = alpha * (trans_b ? bw[j * k + p] : bw[p * n + j]);
+  return std::make_unique<SparseLinearKernel>(m, k, n, trans_a, wt, std::move(bias), fused_activation(node), ctx.isa,
+                                              "gemm");
+}
+
+std::unique_ptr<CpuKernel> make_sparse_matmul_kernel(const CpuKernelPrepareContext& ctx) {
+  if (ctx.inputs.size() != 2) return nullptr;
+  const TensorInfo& a = ctx.inputs[0];
+  const TensorInfo& b = ctx.inputs[1];
+  if (a.dtype != DType::kF32 || b.dtype != DType::kF32 || a.shape.size() < 2 || b.shape.size() != 2 || !b.value) {
+    return nullptr;
+  }
+  const int64_t k = a.shape.back(), n = b.shape[1];
+  if (b.shape[0] != k || k <= 0) return nullptr;
+  const int64_t m = shape_numel(a.shape) / k;  // leading dims of A fold into M
+  if (m < 1 || k * m > (int64_t{1} << 29)) return nullptr;
+  const float* bw = b.value->data<float>();
+  if (kernels::zero_fraction(bw, n * k) < min_sparsity_linear(m)) return nullptr;
+  std::vector<float> wt(static_cast<size_t>(n * k));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t p = 0; p < k; ++p) wt[static_cast<size_t>(j * k + p)] = bw[p * n + j];
+  return std::make_unique<SparseLinearKernel>(m, k, n, false, wt, std::vector<float>{}, kernels::Activation{}, ctx.isa,
+                                              "matmul");
+}
+
+}  // namespace
+
+void register_cpu_sparse_kernels(CpuKernelRegistry& r) {
+  r.add("Conv", "", make_sparse_conv_kernel);
+  r.add("FusedConv", "ai.xnn", make_sparse_conv_kernel);
+  r.add("Gemm", "", make_sparse_gemm_kernel);
+  r.add("FusedGemm", "ai.xnn", make_sparse_gemm_kernel);
+  r.add("MatMul", "", make_sparse_matmul_kernel);
+}
+
+}  // namespace xnn

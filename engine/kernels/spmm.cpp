@@ -1,0 +1,147 @@
+#include "engine/kernels/spmm.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/core/error.h"
+
+namespace xnn::kernels {
+
+double zero_fraction(const float* w, int64_t n) {
+  if (n <= 0) return 0;
+  int64_t zeros = 0;
+  for (int64_t i = 0; i < n; ++i) zeros += w[i] == 0.0f;
+  return static_cast<double>(zeros) / static_cast<double>(n);
+}
+
+SparseWeights::SparseWeights(int64_t rows, int64_t cols, const float* w, int64_t ldw, int64_t x_stride)
+    : rows_(rows), cols_(cols), x_stride_(x_stride) {
+  const int64_t max_bytes = std::numeric_limits<int32_t>::max();
+  if (rows < 0 || cols < 0 || x_stride < 0 || cols * x_stride > max_bytes / 4 ||
+      rows * cols > std::numeric_limits<int32_t>::max()) {
+    throw Error("SparseWeights: " + std::to_string(rows) + "x" + std::to_string(cols) + " weights with input row stride " +
+                std::to_string(x_stride) + " exceed the int32 offsets of the sparse format");
+  }
+  row_start_.reserve(static_cast<size_t>(rows + 1));
+  row_start_.push_back(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = w[r * ldw + c];
+      if (v != 0.0f) {
+        values_.push_back(v);
+        columns_.push_back(static_cast<int32_t>(c));
+      }
+    }
+    row_start_.push_back(static_cast<int32_t>(values_.size()));
+  }
+  deltas_.assign(values_.size(), 0);
+  for (size_t i = 0; i + 1 < values_.size(); ++i) {
+    deltas_[i] = static_cast<int32_t>((int64_t{columns_[i + 1]} - columns_[i]) * x_stride * 4);
+  }
+}
+
+double SparseWeights::sparsity() const {
+  const int64_t total = rows_ * cols_;
+  return total ? 1.0 - static_cast<double>(nnz()) / static_cast<double>(total) : 0.0;
+}
+
+size_t SparseWeights::bytes() const {
+  return values_.size() * sizeof(float) + (columns_.size() + row_start_.size() + deltas_.size()) * sizeof(int32_t);
+}
+
+int64_t SparseWeights::first_offset(int64_t r) const {
+  const int32_t k = row_start_[static_cast<size_t>(r)];
+  return k < static_cast<int32_t>(values_.size()) ? int64_t{columns_[static_cast<size_t>(k)]} * x_stride_ * 4 : 0;
+}
+
+// The reference path: plain CSR with column indices, 8 columns at a time (the compiler may
+// vectorise the lane loop with SSE).
+void f32_spmm_block__scalar(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
+                            float* y, int64_t ldy, const SpmmEpilogue& ep) {
+  constexpr int64_t kLanes = 8;
+  const float* values = w.values();
+  const int32_t* cols = w.columns();
+  const int32_t* start = w.row_start();
+  const int64_t stride = w.x_stride();
+  for (int64_t c = c0; c < c1; c += kLanes) {
+    const int64_t len = std::min(kLanes, c1 - c);
+    for (int64_t r = r0; r < r1; ++r) {
+      float acc[kLanes];
+      const float b = ep.bias ? ep.bias[r] : 0.0f;
+      for (int64_t l = 0; l < kLanes; ++l) acc[l] = b;
+      for (int32_t k = start[r]; k < start[r + 1]; ++k) {
+        const float wv = values[k];
+        const float* xr = x + cols[k] * stride + c;
+        for (int64_t l = 0; l < len; ++l) acc[l] += wv * xr[l];
+      }
+      float* yr = y + r * ldy + c;
+      const float* res = ep.residual ? ep.residual + r * ep.ldr + c : nullptr;
+      for (int64_t l = 0; l < len; ++l) yr[l] = apply_activation_scalar(res ? acc[l] + res[l] : acc[l], ep.act);
+    }
+  }
+}
+
+void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
+              ThreadPool* pool, Isa isa) {
+  const int64_t rows = w.rows();
+  if (rows == 0 || n <= 0) return;
+  // Column blocks of up to 256 (a [cols × 256] input block stays in L2); when they are too few
+  // to keep every thread busy, output rows are split too.
+  const int threads = pool ? pool->threads() : 1;
+  const int64_t col_block = std::min<int64_t>(256, (n + 31) / 32 * 32);
+  const int64_t col_blocks = (n + col_block - 1) / col_block;
+  int64_t row_blocks = 1;
+  if (threads > 1 && col_blocks < 4 * threads) {
+    row_blocks = std::clamp<int64_t>((4 * threads + col_blocks - 1) / col_blocks, 1, std::max<int64_t>(1, rows / 8));
+  }
+  const int64_t rows_per_block = (rows + row_blocks - 1) / row_blocks;
+  parallel_for(pool, col_blocks * row_blocks, [&](int64_t t) {
+    const int64_t cb = t / row_blocks, rb = t % row_blocks;
+    const int64_t c0 = cb * col_block, c1 = std::min(n, c0 + col_block);
+    const int64_t r0 = rb * rows_per_block, r1 = std::min(rows, r0 + rows_per_block);
+    if (r0 >= r1) return;
+    if (isa == Isa::kAvx2) {
+      f32_spmm_block__avx2(w, r0, r1, c0, c1, x, y, ldy, ep);
+    } else {
+      f32_spmm_block__scalar(w, r0, r1, c0, c1, x, y, ldy, ep);
+    }
+  });
+}
+
+std::string spmm_kernel_name(Isa isa) { return isa == Isa::kAvx2 ? "f32_spmm_32x1__avx2" : "f32_spmm_8x1__scalar"; }
+
+void f32_spmv_rows__scalar(const SparseWeights& w, int64_t r0, int64_t r1, const float* x, float* y) {
+  const float* values = w.values();
+  const int32_t* cols = w.columns();
+  const int32_t* start = w.row_start();
+  for (int64_t r = r0; r < r1; ++r) {
+    float acc[4] = {0, 0, 0, 0};
+    int32_t k = start[r];
+    const int32_t end = start[r + 1];
+    for (; k + 4 <= end; k += 4) {
+      for (int j = 0; j < 4; ++j) acc[j] += values[k + j] * x[cols[k + j]];
+    }
+    for (; k < end; ++k) acc[0] += values[k] * x[cols[k]];
+    y[r] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  }
+}
+
+void f32_spmv(const SparseWeights& w, const float* x, const float* bias, const Activation& act, float* y,
+              ThreadPool* pool, Isa isa) {
+  const int64_t rows = w.rows();
+  // Blocks of 64 rows, as the dense GEMV: enough work per task to amortise the hand-out.
+  const int64_t block = 64, blocks = (rows + block - 1) / block;
+  parallel_for(pool, blocks, [&](int64_t b) {
+    const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
+    if (isa == Isa::kAvx2) {
+      f32_spmv_rows__avx2(w, r0, r1, x, y);
+    } else {
+      f32_spmv_rows__scalar(w, r0, r1, x, y);
+    }
+    for (int64_t r = r0; r < r1; ++r) y[r] = apply_activation_scalar(y[r] + (bias ? bias[r] : 0.0f), act);
+  });
+}
+
+std::string spmv_kernel_name(Isa isa) { return isa == Isa::kAvx2 ? "f32_spmv_8x1__avx2" : "f32_spmv_1x4__scalar"; }
+
+}  // namespace xnn::kernels

@@ -1,0 +1,92 @@
+// Sparse-weight × dense-activation products for pruned layers (unstructured sparsity).
+//
+//   f32_spmm: Y[rows × n] = epilogue(W · X), W sparse [rows × cols], X dense [cols × n] row-major.
+//             1×1 convolution in NCHW (W = weights [Cout × Cin], X = input [Cin × H·W]) and linear
+//             layers with a batch (X = the transposed activations [K × M]).
+//   f32_spmv: y[rows] = act(W · x + bias), the batch-1 linear layer.
+//
+// Design (XNNPACK's ARM spmm, which XNNPACK switches off on x86 with AVX): vectorise over the
+// n columns (spatial positions), not over the weights. For a tile of 32 columns and one output
+// row, walk the row's nonzeros: broadcast the weight, FMA it with 32 contiguous floats of the
+// input row it multiplies. The input pointer moves from one nonzero to the next by a byte delta
+// stored with the weights (no index arithmetic in the loop); every output row costs exactly its
+// nonzeros, so the work scales with density. Tiles are taken column-block-major so the input
+// block [cols × 32..256] stays in L2 while all output rows are computed from it.
+// f32_spmv (one column) has nothing to vectorise over n: it gathers x[col] for 8 nonzeros of a
+// row at a time (AVX2 vgatherdps) and reduces.
+//
+// Zeros are detected from the constant weights (exact 0.0f; -0.0f counts as zero): a pruned
+// model is stored dense with zeros and the CPU backend chooses these kernels when the share of
+// zeros pays for them (engine/backends/cpu/sparse_cpu.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/thread_pool.h"
+#include "engine/kernels/activation.h"
+#include "engine/kernels/cpu_features.h"
+
+namespace xnn::kernels {
+
+// Share of exact zeros among n floats (0 for n = 0).
+double zero_fraction(const float* w, int64_t n);
+
+// W [rows × cols] in compressed sparse rows, prepared for a right operand X whose rows are
+// x_stride floats apart. Immutable after construction, so one instance serves many threads.
+class SparseWeights {
+ public:
+  SparseWeights() = default;
+  // From dense row-major W (row stride ldw floats); exact zeros are dropped. Throws an Error
+  // when cols × x_stride × 4 bytes does not fit the int32 byte deltas.
+  SparseWeights(int64_t rows, int64_t cols, const float* w, int64_t ldw, int64_t x_stride);
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  int64_t x_stride() const { return x_stride_; }
+  int64_t nnz() const { return static_cast<int64_t>(values_.size()); }
+  double sparsity() const;  // 1 - nnz / (rows × cols); 0 for an empty matrix
+  size_t bytes() const;     // memory held by the sparse form
+
+  const float* values() const { return values_.data(); }       // nonzeros, row by row
+  const int32_t* columns() const { return columns_.data(); }   // column of each nonzero
+  const int32_t* row_start() const { return row_start_.data(); }  // rows + 1 offsets into values
+  // deltas()[i]: bytes from nonzero i's input row to nonzero i+1's (0 after the last), so a
+  // pointer into X walks every nonzero of consecutive rows by additions only.
+  const int32_t* deltas() const { return deltas_.data(); }
+  // Byte offset of the input row of the first nonzero at or after row r (0 when none follows).
+  int64_t first_offset(int64_t r) const;
+
+ private:
+  int64_t rows_ = 0, cols_ = 0, x_stride_ = 0;
+  std::vector<float> values_;
+  std::vector<int32_t> columns_, row_start_, deltas_;
+};
+
+struct SpmmEpilogue {
+  const float* bias = nullptr;      // one per row of Y, or null
+  const float* residual = nullptr;  // rows × n, row stride ldr, added before act
+  int64_t ldr = 0;
+  Activation act;
+};
+
+// Y (row stride ldy) = epilogue(W · X) for the first n columns of X (row stride w.x_stride()).
+void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
+              ThreadPool* pool, Isa isa);
+std::string spmm_kernel_name(Isa isa);  // "f32_spmm_32x1__avx2", "f32_spmm_8x1__scalar"
+
+// y[r] = act(W[r,:]·x + bias[r]); x has w.cols() elements (x_stride is not used).
+void f32_spmv(const SparseWeights& w, const float* x, const float* bias, const Activation& act, float* y,
+              ThreadPool* pool, Isa isa);
+std::string spmv_kernel_name(Isa isa);  // "f32_spmv_8x1__avx2" (gather), "f32_spmv_1x4__scalar"
+
+// One thread's block: output rows [r0, r1) × columns [c0, c1) (the ISA paths).
+void f32_spmm_block__scalar(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
+                            float* y, int64_t ldy, const SpmmEpilogue& ep);
+void f32_spmm_block__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
+                          float* y, int64_t ldy, const SpmmEpilogue& ep);
+// Rows [r0, r1) of W · x, no epilogue.
+void f32_spmv_rows__scalar(const SparseWeights& w, int64_t r0, int64_t r1, const float* x, float* y);
+void f32_spmv_rows__avx2(const SparseWeights& w, int64_t r0, int64_t r1, const float* x, float* y);
+
+}  // namespace xnn::kernels

@@ -1,0 +1,165 @@
+// Sparse kernels (engine/kernels/spmm.h) against a dense double-precision reference: random
+// shapes with column tails (n not a multiple of 8/16/32), empty rows, all-zero weights, 0% and
+// 99% sparsity, every epilogue (bias, residual, each activation), both ISAs, 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/kernels/spmm.h"
+
+namespace xnn::kernels {
+namespace {
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v{Isa::kScalar};
+  if (isa_supported(Isa::kAvx2)) v.push_back(Isa::kAvx2);
+  return v;
+}
+
+std::vector<float> sparse_random(int64_t count, double sparsity, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = u(rng) < sparsity ? 0.0f : dist(rng);
+  return v;
+}
+
+// Max |got - want| relative to the largest |want| (at least 1).
+double rel_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double max_ref = 1.0, max_diff = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(want[i]));
+    max_diff = std::isnan(got[i]) ? 1e30 : std::max(max_diff, std::fabs(got[i] - want[i]));
+  }
+  return max_diff / max_ref;
+}
+
+struct SpmmCase {
+  int64_t rows, cols, n;
+  double sparsity;
+  bool bias, residual;
+  Activation act;
+  int64_t x_pad = 0;  // x row stride = n + x_pad
+};
+
+void check_spmm(const SpmmCase& c, std::mt19937& rng, const std::string& what) {
+  const int64_t stride = c.n + c.x_pad;
+  const std::vector<float> w = sparse_random(c.rows * c.cols, c.sparsity, rng);
+  const std::vector<float> x = sparse_random(c.cols * stride, 0.0, rng);
+  const std::vector<float> bias = sparse_random(c.rows, 0.0, rng);
+  const std::vector<float> res = sparse_random(c.rows * c.n, 0.0, rng);
+  std::vector<double> want(static_cast<size_t>(c.rows * c.n));
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      double acc = c.bias ? bias[r] : 0.0;
+      for (int64_t k = 0; k < c.cols; ++k) acc += double{w[r * c.cols + k]} * x[k * stride + j];
+      if (c.residual) acc += res[r * c.n + j];
+      want[r * c.n + j] = apply_activation_scalar(static_cast<float>(acc), c.act);
+    }
+  }
+  const SparseWeights sw(c.rows, c.cols, w.data(), c.cols, stride);
+  SpmmEpilogue ep;
+  ep.bias = c.bias ? bias.data() : nullptr;
+  ep.residual = c.residual ? res.data() : nullptr;
+  ep.ldr = c.n;
+  ep.act = c.act;
+  for (Isa isa : isas()) {
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      std::vector<float> y(static_cast<size_t>(c.rows * c.n), std::nanf(""));
+      f32_spmm(sw, c.n, x.data(), y.data(), c.n, ep, &pool, isa);
+      EXPECT_LT(rel_error(y, want), 1e-5) << what << " isa " << isa_name(isa) << " threads " << threads;
+    }
+  }
+}
+
+TEST(SparseWeights, CsrLayoutAndByteDeltas) {
+  // Row 0: cols 1, 3; row 1: empty; row 2: col 0.
+  const std::vector<float> w = {0, 2, 0, 3, 0, 0, 0, 0, 5, 0, 0, -0.0f};
+  const SparseWeights s(3, 4, w.data(), 4, 10);
+  EXPECT_EQ(s.nnz(), 3);
+  EXPECT_NEAR(s.sparsity(), 0.75, 1e-12);
+  EXPECT_EQ(std::vector<int32_t>(s.row_start(), s.row_start() + 4), (std::vector<int32_t>{0, 2, 2, 3}));
+  EXPECT_EQ(std::vector<int32_t>(s.columns(), s.columns() + 3), (std::vector<int32_t>{1, 3, 0}));
+  // (3 - 1) rows × 10 floats × 4 bytes, then back to row 0: -120 bytes, then 0 after the last.
+  EXPECT_EQ(std::vector<int32_t>(s.deltas(), s.deltas() + 3), (std::vector<int32_t>{80, -120, 0}));
+  EXPECT_EQ(s.first_offset(0), 40);
+  EXPECT_EQ(s.first_offset(1), 0);  // empty row: the next nonzero is row 2's, at column 0
+  EXPECT_EQ(s.first_offset(2), 0);
+  EXPECT_NEAR(zero_fraction(w.data(), 12), 0.75, 1e-12);
+}
+
+TEST(Spmm, RandomShapesAndEpiloguesMatchDenseReference) {
+  std::mt19937 rng(7);
+  const Activation acts[] = {Activation{},
+                             Activation::relu(),
+                             Activation::clip(-0.5f, 0.5f),
+                             Activation::leaky_relu(0.1f),
+                             {ActKind::kHardSwish},
+                             {ActKind::kHardSigmoid, 0.2f, 0.5f},
+                             {ActKind::kSigmoid},
+                             {ActKind::kSilu}};
+  const double sparsities[] = {0.0, 0.5, 0.8, 0.9, 0.99};
+  for (int trial = 0; trial < 80; ++trial) {
+    SpmmCase c;
+    c.rows = 1 + rng() % 40;
+    c.cols = 1 + rng() % 70;
+    c.n = 1 + rng() % 300;  // tails of every width
+    c.sparsity = sparsities[rng() % 5];
+    c.bias = rng() % 2;
+    c.residual = rng() % 2;
+    c.act = acts[rng() % 8];
+    c.x_pad = rng() % 3 == 0 ? rng() % 9 : 0;
+    check_spmm(c, rng, "trial " + std::to_string(trial));
+  }
+}
+
+TEST(Spmm, EdgeCases) {
+  std::mt19937 rng(11);
+  check_spmm({16, 24, 49, 1.0 - 1e-9, true, true, Activation::relu()}, rng, "all-zero weights, bias + residual");
+  check_spmm({7, 5, 33, 1.0 - 1e-9, false, false, {}}, rng, "all-zero weights, no epilogue");
+  check_spmm({64, 64, 256, 0.0, true, false, Activation::relu()}, rng, "dense weights");
+  check_spmm({64, 128, 300, 0.99, true, true, Activation::clip(0, 6)}, rng, "99% sparse, many empty rows");
+  check_spmm({3, 3, 1, 0.5, true, false, {}}, rng, "one column");
+  check_spmm({1, 1, 8, 0.0, false, false, {}}, rng, "1x1 weight");
+  check_spmm({40, 512, 3136, 0.9, true, false, Activation::relu()}, rng, "large: several column blocks");
+}
+
+TEST(Spmv, RandomShapesMatchDenseReference) {
+  std::mt19937 rng(5);
+  const double sparsities[] = {0.0, 0.7, 0.9, 0.99, 1.0 - 1e-9};
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t rows = 1 + rng() % 150, cols = 1 + rng() % 300;
+    const double sparsity = sparsities[rng() % 5];
+    const std::vector<float> w = sparse_random(rows * cols, sparsity, rng);
+    const std::vector<float> x = sparse_random(cols, 0.0, rng);
+    const std::vector<float> bias = sparse_random(rows, 0.0, rng);
+    const bool with_bias = rng() % 2;
+    const Activation act = rng() % 2 ? Activation::relu() : Activation{ActKind::kSigmoid};
+    std::vector<double> want(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      double acc = with_bias ? bias[r] : 0.0;
+      for (int64_t k = 0; k < cols; ++k) acc += double{w[r * cols + k]} * x[k];
+      want[r] = apply_activation_scalar(static_cast<float>(acc), act);
+    }
+    const SparseWeights sw(rows, cols, w.data(), cols, 1);
+    for (Isa isa : isas()) {
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        std::vector<float> y(static_cast<size_t>(rows), std::nanf(""));
+        f32_spmv(sw, x.data(), with_bias ? bias.data() : nullptr, act, y.data(), &pool, isa);
+        EXPECT_LT(rel_error(y, want), 1e-5) << "trial " << trial << " isa " << isa_name(isa);
+      }
+    }
+  }
+}
+
+TEST(Spmm, KernelNames) {
+  EXPECT_EQ(spmm_kernel_name(Isa::kAvx2), "f32_spmm_32x1__avx2");
+  EXPECT_EQ(spmm_kernel_name(Isa::kScalar), "f32_spmm_8x1__scalar");
+  EXPECT_EQ(spmv_kernel_name(Isa::kAvx2), "f32_spmv_8x1__avx2");
+}
+
+}  // namespace
+}  // namespace xnn::kernels
