@@ -146,7 +146,78 @@ CREATE TABLE artifacts (
 );
 CREATE INDEX artifacts_by_sha256 ON artifacts(sha256);
 )sql"},
-    // {2, "nas", R"sql( CREATE TABLE studies (...); CREATE TABLE trials (...); )sql"},
+    // Black-box search studies (nas/study/study_store.h), after Optuna's storage model.
+    {2, "studies", R"sql(
+CREATE TABLE studies (
+  id              INTEGER PRIMARY KEY,
+  name            TEXT NOT NULL UNIQUE,
+  strategy        TEXT NOT NULL,
+  strategy_config TEXT NOT NULL DEFAULT '{}',
+  pruner          TEXT NOT NULL DEFAULT '',
+  pruner_config   TEXT NOT NULL DEFAULT '{}',
+  space_json      TEXT NOT NULL,
+  seed            INTEGER NOT NULL,
+  created_at      TEXT NOT NULL
+);
+
+CREATE TABLE study_objectives (
+  study_id  INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+  objective INTEGER NOT NULL,
+  name      TEXT NOT NULL DEFAULT '',
+  direction TEXT NOT NULL CHECK (direction IN ('minimize', 'maximize')),
+  PRIMARY KEY (study_id, objective)
+) WITHOUT ROWID;
+
+CREATE TABLE trials (
+  id          INTEGER PRIMARY KEY,
+  study_id    INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+  number      INTEGER NOT NULL,
+  draw        INTEGER NOT NULL,
+  state       TEXT NOT NULL CHECK (state IN ('RUNNING', 'COMPLETE', 'PRUNED', 'FAIL')),
+  interrupted INTEGER NOT NULL DEFAULT 0 CHECK (interrupted IN (0, 1)),
+  error       TEXT NOT NULL DEFAULT '',
+  started_at  TEXT NOT NULL,
+  finished_at TEXT,
+  UNIQUE (study_id, number)
+);
+CREATE INDEX trials_by_state ON trials(study_id, state);
+
+CREATE TABLE trial_params (
+  trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  name     TEXT NOT NULL,
+  internal REAL NOT NULL,
+  value    TEXT NOT NULL,
+  PRIMARY KEY (trial_id, name)
+) WITHOUT ROWID;
+
+CREATE TABLE trial_values (
+  trial_id  INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  objective INTEGER NOT NULL,
+  value     REAL,
+  PRIMARY KEY (trial_id, objective)
+) WITHOUT ROWID;
+
+CREATE TABLE trial_constraints (
+  trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  idx      INTEGER NOT NULL,
+  value    REAL,
+  PRIMARY KEY (trial_id, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE trial_intermediate_values (
+  trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  step     INTEGER NOT NULL,
+  value    REAL,
+  PRIMARY KEY (trial_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE trial_user_attrs (
+  trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  key      TEXT NOT NULL,
+  value    TEXT NOT NULL,
+  PRIMARY KEY (trial_id, key)
+) WITHOUT ROWID;
+)sql"},
 };
 
 }  // namespace xnn::store_schema

@@ -159,7 +159,7 @@ struct StoreOptions {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (or creates) the database at `path` and applies pending migrations. Errors
   // (xnn::Error) name the path: a folder that does not exist, a file that is not an SQLite
@@ -180,6 +180,12 @@ class Store {
   // statement inside `fn` itself reports busy, the transaction is rolled back and `fn` is run
   // again, so `fn` should have no effects outside the database.
   void write_transaction(const std::function<void()>& fn);
+  // Runs `fn` in one deferred transaction (one consistent snapshot), retried while busy; inside
+  // a write transaction it simply joins it. Like write_transaction, `fn` may run more than once.
+  void read_transaction(const std::function<void()>& fn);
+  // The underlying connection, for stores of other layers that keep their own tables in the
+  // same database (nas/study/study_store.h); use it only inside the transactions above.
+  sqlite3* connection() { return db_; }
 
   // ---- writers ----
   int64_t ensure_experiment(const std::string& name, const std::string& config_path);
@@ -235,7 +241,6 @@ class Store {
  private:
   void open(const StoreOptions& options);
   void migrate();
-  void read_transaction(const std::function<void()>& fn);
   [[noreturn]] void throw_busy(const char* what);
   void backoff_sleep(int& backoff_ms);
 

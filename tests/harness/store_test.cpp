@@ -129,10 +129,10 @@ bool exited_ok(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 
 TEST_F(StoreTest, FreshDatabaseGetsCurrentSchemaInWalMode) {
   {
     Store s(db_);
-    EXPECT_EQ(s.schema_version(), 1);
+    EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
     EXPECT_EQ(s.integrity_check(), "ok");
   }
-  EXPECT_EQ(raw_query("PRAGMA user_version"), "1");
+  EXPECT_EQ(raw_query("PRAGMA user_version"), "2");
   EXPECT_EQ(raw_query("PRAGMA journal_mode"), "wal");
   for (const char* table : {"schema_history", "experiments", "environments", "targets", "runs", "jobs", "run_jobs",
                             "metrics", "samples", "op_profiles", "artifacts"}) {
@@ -141,7 +141,7 @@ TEST_F(StoreTest, FreshDatabaseGetsCurrentSchemaInWalMode) {
               "1")
         << table;
   }
-  EXPECT_EQ(raw_query("SELECT group_concat(version || ':' || name) FROM schema_history"), "1:initial");
+  EXPECT_EQ(raw_query("SELECT group_concat(version || ':' || name) FROM schema_history"), "1:initial,2:studies");
   EXPECT_EQ(raw_query("SELECT count(*) FROM pragma_table_info('targets') WHERE name = 'simulated'"), "1");
 }
 
@@ -156,7 +156,7 @@ TEST_F(StoreTest, ReopenIsIdempotent) {
     ASSERT_EQ(s.list_experiments().size(), 1u);
     EXPECT_EQ(s.list_experiments()[0].config_path, "configs/exp.yaml");
   }
-  EXPECT_EQ(count("schema_history"), 1);
+  EXPECT_EQ(count("schema_history"), Store::kSchemaVersion);
   // Readers can insist on an existing file.
   StoreOptions existing;
   existing.create_if_missing = false;
@@ -176,7 +176,8 @@ TEST_F(StoreTest, RefusesDatabaseFromNewerVersion) {
     FAIL() << "opened a version-99 database";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              db_ + ": database schema version 99 is newer than this xnn-lab supports (1); upgrade xnn-lab");
+              db_ + ": database schema version 99 is newer than this xnn-lab supports (" +
+                  std::to_string(Store::kSchemaVersion) + "); upgrade xnn-lab");
   }
   // Refusing changed nothing.
   EXPECT_EQ(raw_query("PRAGMA user_version"), "99");
@@ -637,8 +638,8 @@ TEST_F(StoreTest, ConcurrentProcessesCreatingAFreshDatabase) {
     }));
   }
   for (pid_t p : kids) EXPECT_TRUE(exited_ok(wait_for(p)));
-  EXPECT_EQ(raw_query("PRAGMA user_version"), "1");
-  EXPECT_EQ(count("schema_history"), 1);
+  EXPECT_EQ(raw_query("PRAGMA user_version"), "2");
+  EXPECT_EQ(count("schema_history"), Store::kSchemaVersion);
   EXPECT_EQ(count("runs"), 4);
   EXPECT_EQ(raw_query("PRAGMA integrity_check"), "ok");
 }
