@@ -13,6 +13,7 @@ void register_nn_ops(OpRegistry& r) {
   register_quantized_matmul_ops(r);
   register_quantized_conv_ops(r);
   register_quantized_contrib_ops(r);
+  register_row_quantized_ops(r);
 }
 
 }  // namespace xnn

@@ -2,17 +2,27 @@
 //   --calib-npy FILE.npy) [--calib-samples N] [--method minmax|percentile|kl|mse] [--percentile P]
 //   [--per-tensor] [--exclude NODE...] [--sensitivity] [--accuracy-budget POINTS] [--val-samples N]
 //   [--eval-limit N] [--threads N] [--json]
+// xnn-lab quantize MODEL -o OUT.xnn --weight-only 4|8 [--weight-only-layers all|embeddings|dense]
+//   [--min-elements N] [--float32-params] [--exclude NODE...] [--json]
 //
 // Post-training int8 quantisation (compress/quantize/README.md) through harness/quantize's job:
 // calibrates on the first N training images (or the .npy samples), writes the int8 .xnn, and
 // with a labelled dataset reports fp32 vs int8 top-1 on the test split. --sensitivity prints the
 // per-layer table; --accuracy-budget keeps the most sensitive layers fp32 until the top-1 drop on
 // validation images (the end of the training split) is within the budget. Progress goes to stderr.
+// --weight-only needs no data: embedding tables and fully connected weights become row-wise 4/8-bit
+// codes dequantised on the fly (compress/quantize/weight_only.h); it prints per tensor the size and
+// the reconstruction error (RMSE, max |error|, SQNR).
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
+#include "compress/quantize/weight_only.h"
 #include "engine/core/error.h"
+#include "engine/format/xnn_format.h"
+#include "engine/runtime/model_io.h"
 #include "harness/cli/commands.h"
+#include "harness/util/json.h"
 #include "harness/quantize/quantize_job.h"
 
 namespace xnn::cli {
@@ -54,6 +64,58 @@ void print_summary(const std::string& model, const ptq::QuantizeJobResult& r) {
   }
 }
 
+struct WeightOnlyArgs {
+  int bits = 0;  // 0: off
+  std::string layers = "all";
+  int64_t min_elements = 1024;
+  bool float32_params = false;
+};
+
+void run_weight_only(const ptq::QuantizeJob& job, const WeightOnlyArgs& a, bool as_json) {
+  quantize::WeightOnlyOptions o;
+  o.bits = a.bits;
+  if (a.layers == "embeddings") o.dense = false;
+  else if (a.layers == "dense") o.embeddings = false;
+  else if (a.layers != "all") throw Error("--weight-only-layers '" + a.layers + "': expected all, embeddings or dense");
+  o.min_elements = a.min_elements;
+  o.float16_params = !a.float32_params;
+  o.exclude.insert(job.exclude.begin(), job.exclude.end());
+  auto model = load_model(job.model_path);
+  const quantize::WeightOnlyReport r = quantize::quantize_weights_only(*model, o);
+  if (r.tensors.empty()) {
+    throw Error(job.model_path + ": no weight qualifies for weight-only quantisation (Gather tables, Gemm/MatMul "
+                "weights of >= " + std::to_string(o.min_elements) + " elements; see --weight-only-layers, --min-elements)");
+  }
+  save_xnn(*model, job.output_path);
+  const double ratio = r.bytes_after > 0 ? static_cast<double>(r.bytes_before) / static_cast<double>(r.bytes_after) : 0;
+  if (as_json) {
+    json::Writer w;
+    w.begin_object().field("model", job.model_path).field("output", job.output_path).field("bits", r.bits);
+    w.field("bytes_before", r.bytes_before).field("bytes_after", r.bytes_after).field("ratio", ratio);
+    w.key("tensors").begin_array();
+    for (const auto& t : r.tensors) {
+      w.begin_object().field("node", t.node).field("op", t.op_type).field("tensor", t.tensor);
+      w.field("rows", t.rows).field("cols", t.cols).field("bytes_before", t.bytes_before).field("bytes_after", t.bytes_after);
+      w.field("rmse", t.rmse).field("max_abs_error", t.max_abs_error);
+      w.key("sqnr_db");
+      std::isfinite(t.sqnr_db) ? w.value(t.sqnr_db) : w.null();
+      w.end_object();
+    }
+    w.end_array().end_object();
+    std::printf("%s\n", w.str().c_str());
+    return;
+  }
+  std::printf("weight-only %d-bit %s -> %s: %zu tensors, %lld -> %lld bytes (%.2fx smaller)\n", r.bits,
+              job.model_path.c_str(), job.output_path.c_str(), r.tensors.size(), static_cast<long long>(r.bytes_before),
+              static_cast<long long>(r.bytes_after), ratio);
+  std::printf("  %-28s %-7s %12s %12s %12s %12s %9s\n", "node", "op", "shape", "bytes", "rmse", "max|err|", "SQNR dB");
+  for (const auto& t : r.tensors) {
+    const std::string shape = std::to_string(t.rows) + "x" + std::to_string(t.cols);
+    std::printf("  %-28.28s %-7s %12s %12lld %12.3g %12.3g %9.2f\n", t.node.c_str(), t.op_type.c_str(), shape.c_str(),
+                static_cast<long long>(t.bytes_after), t.rmse, t.max_abs_error, t.sqnr_db);
+  }
+}
+
 }  // namespace
 
 void add_quantize_command(CLI::App& app, int& exit_code) {
@@ -91,7 +153,26 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--threads", job.threads, "Threads for calibration and evaluation")->capture_default_str();
   cmd->add_flag("--json", as_json, "Print the result as one JSON object");
+  static WeightOnlyArgs weight_only;
+  cmd->add_option("--weight-only", weight_only.bits,
+                  "Weight-only quantisation instead of int8 PTQ: row-wise 4- or 8-bit embedding tables and Gemm/MatMul "
+                  "weights, dequantised on the fly (no calibration data)");
+  cmd->add_option("--weight-only-layers", weight_only.layers, "--weight-only: all, embeddings (Gather tables) or dense (Gemm/MatMul)")
+      ->capture_default_str();
+  cmd->add_option("--min-elements", weight_only.min_elements, "--weight-only: smaller weights stay float")->capture_default_str();
+  cmd->add_flag("--float32-params", weight_only.float32_params, "--weight-only: float32 row scale/offset (default float16)");
   cmd->callback([&exit_code] {
+    if (weight_only.bits != 0) {
+      if (weight_only.bits != 4 && weight_only.bits != 8) {
+        throw Error("--weight-only " + std::to_string(weight_only.bits) + ": expected 4 or 8");
+      }
+      if (!job.calib_dataset.empty() || !job.calib_npy.empty()) {
+        throw Error("--weight-only needs no calibration data; drop --calib-dataset / --calib-npy");
+      }
+      run_weight_only(job, weight_only, as_json);
+      exit_code = 0;
+      return;
+    }
     job.calibration.method = quantize::calibration_method_from_name(method);
     job.preprocess.mean = {parse_one_float("--mean", mean_text)};
     job.preprocess.std = {parse_one_float("--std", std_text)};

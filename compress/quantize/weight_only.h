@@ -1,0 +1,57 @@
+// Weight-only quantisation: the weights of memory-bound layers — embedding tables (Gather on a
+// constant 2-D float table, axis 0) and fully connected layers (Gemm / MatMul with a constant
+// float weight) — become row-wise unsigned 4- or 8-bit codes with a float16 (or float32) scale and
+// offset per row (min/max asymmetric: offset = row min, scale = (max - min) / (2^bits - 1)), in
+// the ai.xnn RowQuantizedGather / RowQuantizedGemm ops (engine/ops/row_quantized.cpp), which
+// dequantise on the fly. Activations stay float; no calibration data is needed.
+//
+// A Gemm qualifies with transA = 0, alpha = beta = 1 and C absent or a constant [N] bias; a
+// MatMul with a constant 2-D B [K, N] (stored transposed, one row per output). Each quantised
+// tensor is reported with its size and reconstruction error.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/core/graph.h"
+
+namespace xnn::quantize {
+
+struct WeightOnlyOptions {
+  int bits = 8;                      // 4 or 8
+  bool embeddings = true;            // Gather tables
+  bool dense = true;                 // Gemm / MatMul weights
+  int64_t min_elements = 1024;       // smaller tensors stay float (their row parameters would not pay)
+  bool float16_params = true;        // scale/offset as float16 (FBGEMM's row-wise int4 layout) or float32
+  std::set<std::string> exclude;     // node names left in float
+};
+
+struct WeightOnlyTensorReport {
+  std::string node, op_type, tensor;  // op_type: the original op
+  int64_t rows = 0, cols = 0;
+  int64_t bytes_before = 0, bytes_after = 0;  // codes + row parameters
+  double rmse = 0;          // root mean square reconstruction error
+  double max_abs_error = 0;
+  double sqnr_db = 0;       // 10 log10(Σw² / Σ(w - ŵ)²); +inf when exact
+};
+
+struct WeightOnlyReport {
+  int bits = 8;
+  std::vector<WeightOnlyTensorReport> tensors;
+  int64_t bytes_before = 0, bytes_after = 0;  // of the quantised tensors only
+};
+
+// Rewrites `model` in place and reports what changed. Throws Error for bits other than 4 or 8.
+WeightOnlyReport quantize_weights_only(Model& model, const WeightOnlyOptions& options);
+
+// Row-wise quantisation of one [rows, cols] float matrix (exposed for tests and benchmarks):
+// codes as RowQuantizedGather/Gemm store them, and the per-row scale and offset (already rounded
+// to float16 when `float16_params`).
+struct RowQuantized {
+  std::vector<uint8_t> codes;  // rows x row_bytes
+  std::vector<float> scale, offset;
+};
+RowQuantized quantize_rows(const float* w, int64_t rows, int64_t cols, int bits, bool float16_params);
+
+}  // namespace xnn::quantize
