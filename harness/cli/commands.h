@@ -29,5 +29,8 @@ void add_targets_command(CLI::App& app, int& exit_code);
 void add_chain_command(CLI::App& app, int& exit_code);
 void add_bundle_command(CLI::App& app, int& exit_code);
 void add_quantize_command(CLI::App& app, int& exit_code);
+void add_prune_command(CLI::App& app, int& exit_code);  // cmd_prune.cpp
+void add_encode_command(CLI::App& app, int& exit_code);  // cmd_encode.cpp
+void add_study_command(CLI::App& app, int& exit_code);  // cmd_study.cpp
 
 }  // namespace xnn::cli

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   xnn::cli::add_chain_command(app, exit_code);
   xnn::cli::add_bundle_command(app, exit_code);
   xnn::cli::add_quantize_command(app, exit_code);
+  xnn::cli::add_prune_command(app, exit_code);
+  xnn::cli::add_encode_command(app, exit_code);
+  xnn::cli::add_study_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -2,6 +2,7 @@
 
 #include "harness/train/train_step.h"
 #include "harness/quantize/quantize_step.h"
+#include "harness/encode/encode_step.h"
 #include "harness/sim/sim_target.h"
 
 namespace xnn::cli {
@@ -12,6 +13,7 @@ const StepRegistry& step_registry() {
     register_builtin_steps(reg);
     train::register_train_step(reg);
     ptq::register_quantize_step(reg);
+    encode::register_encode_step(reg);
     return reg;
   }();
   return r;

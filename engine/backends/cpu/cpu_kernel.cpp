@@ -7,6 +7,7 @@ namespace xnn {
 const CpuKernelRegistry& CpuKernelRegistry::builtin() {
   static const CpuKernelRegistry registry = [] {
     CpuKernelRegistry r;
+    register_cpu_sparse_kernels(r);  // before the dense conv/gemm: takes only sparse weights
     register_cpu_conv_kernels(r);
     register_cpu_gemm_kernels(r);
     register_cpu_pool_kernels(r);
@@ -16,6 +17,7 @@ const CpuKernelRegistry& CpuKernelRegistry::builtin() {
     register_cpu_qgemm_kernels(r);
     register_cpu_qpool_kernels(r);
     register_cpu_qelementwise_kernels(r);
+    register_cpu_row_quantized_kernels(r);
     return r;
   }();
   return registry;
