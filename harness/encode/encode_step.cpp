@@ -51,6 +51,20 @@ class EncodeStep : public Step {
     }
     std::ofstream report(fs::path(ctx.work_dir) / "encode_report.json");
     report << to_json(r) << "\n";
+    // The coded weights' figures go to the job's metrics (the runner adds size_bytes itself).
+    const TensorEncodeReport& t = r.report.total;
+    const double weights = static_cast<double>(t.numel);
+    if (weights > 0) {
+      ctx.record("encode.weights", weights, "count");
+      ctx.record("encode.weight_bytes_before", static_cast<double>(t.bytes_before), "bytes");
+      ctx.record("encode.weight_bytes_after", static_cast<double>(t.bytes_after), "bytes");
+      ctx.record("encode.bits_per_weight", 8.0 * static_cast<double>(t.bytes_after) / weights, "bits");
+      ctx.record("encode.entropy_bits_per_weight", t.entropy_bits / weights, "bits");
+      ctx.record("encode.payload_bits_per_weight", t.coder_bits / weights, "bits");
+      ctx.record("encode.zstd19_bits_per_weight", t.zstd_bits / weights, "bits");
+      ctx.record("encode.xz9_bits_per_weight", t.xz_bits / weights, "bits");
+    }
+    ctx.record("encode.dense_file_bytes", static_cast<double>(r.dense_file_bytes), "bytes");
     return job.output_path;
   }
 

@@ -188,11 +188,11 @@ JobResult execute_job(const config::ExperimentConfig& cfg, const JobPlan& plan, 
   JobResult r;
   fs::create_directories(artifact_dir);
   std::string model_path = plan.model.path;
+  auto add = [&](const std::string& name, double v, const std::string& unit) { r.metrics.push_back({name, v, unit}); };
   for (const auto& s : plan.variant.steps) {
     auto step = steps.create(s.type, s.params, s.location);
-    model_path = step->apply(model_path, StepContext{artifact_dir.string(), s.location});
+    model_path = step->apply(model_path, StepContext{artifact_dir.string(), s.location, add});
   }
-  auto add = [&](const std::string& name, double v, const std::string& unit) { r.metrics.push_back({name, v, unit}); };
   auto target = targets.create(to_settings(plan.target));
   const config::Metrics& m = cfg.metrics;
 

@@ -12,9 +12,18 @@
 
 namespace xnn {
 
+// Where a step reports figures of its own (an encoder's bits per weight, a pruner's sparsity):
+// the runner stores them with the job's metrics. Name them "<step>.<figure>".
+using StepMetricSink = std::function<void(const std::string& name, double value, const std::string& unit)>;
+
 struct StepContext {
   std::string work_dir;   // a folder owned by this job for the step's outputs
   std::string location;   // where the step is declared ("exp.yaml:12:7"), for error messages
+  StepMetricSink record_metric;  // may be empty (a caller that keeps no metrics)
+
+  void record(const std::string& name, double value, const std::string& unit) const {
+    if (record_metric) record_metric(name, value, unit);
+  }
 };
 
 class Step {

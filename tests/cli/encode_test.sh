@@ -89,6 +89,14 @@ YAML
 if "$XNN" run $work/exp.yaml --db $work/e.db >$work/out.txt 2>&1 && grep -qE "coded .*DONE" $work/out.txt; then
   ok "the encode step runs inside an experiment"
 else bad "encode step in an experiment"; fi
+if "$XNN" export --db $work/e.db --format json >$work/export.json 2>$work/out.txt &&
+   $PY -c "import json,sys
+rows = json.load(open(sys.argv[1]))
+rows = rows if isinstance(rows, list) else rows.get('jobs', rows.get('results', []))
+text = json.dumps(rows)
+assert 'encode.bits_per_weight' in text and 'encode.entropy_bits_per_weight' in text, text[:400]" $work/export.json; then
+  ok "the encode step's bits per weight are stored with the job's metrics"
+else cp $work/export.json $work/out.txt 2>/dev/null; bad "encode step metrics in the store"; fi
 sed 's/coder: rans}/coder: lz77}/' $work/exp.yaml >$work/bad_step.yaml
 if "$XNN" run $work/bad_step.yaml --db $work/e2.db >$work/out.txt 2>&1; then bad "unknown coder in a step accepted"
 elif grep -q "bad_step.yaml:10:.*unknown coder 'lz77'" $work/out.txt; then ok "step error names the config location"
