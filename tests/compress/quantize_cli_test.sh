@@ -91,6 +91,25 @@ assert imports.get('com.microsoft') == 1, imports
   [ "$(jf $work/r.json top1)" = "$(jf $work/i.json top1)" ] && ok "round-tripped int8 model: same top-1" || bad "round trip top-1"
 else bad "convert int8 model to ONNX and back"; fi
 
+# --- QDQ form: DequantizeLinear -> float op -> QuantizeLinear, standard ONNX only ---------------
+if "$XNN" convert $work/q.xnn -o $work/qdq.onnx --qdq >$work/out.txt 2>&1 && grep -q "QDQ form: 5 quantised operators" $work/out.txt; then
+  ok "convert --qdq rewrites the 5 quantised operators"
+  if /usr/bin/python3 -c "import onnx" 2>/dev/null; then
+    if /usr/bin/python3 -c "
+import onnx
+m = onnx.load('$work/qdq.onnx'); onnx.checker.check_model(m)
+ops = {(n.domain, n.op_type) for n in m.graph.node}
+assert all(d == '' for d, _ in ops), ops
+assert not any(t.startswith('QLinear') or t == 'QGemm' for _, t in ops), ops
+assert ('', 'DequantizeLinear') in ops and ('', 'QuantizeLinear') in ops and ('', 'Conv') in ops, ops
+" >$work/out.txt 2>&1; then ok "python onnx checker: QDQ file has only default-domain ops"; else bad "QDQ onnx check"; fi
+  fi
+  "$XNN" eval $work/qdq.onnx --dataset fashion-mnist --limit 2000 $pre --json >$work/qdq.json 2>$work/out.txt
+  [ "$(jf $work/qdq.json top1)" = "$(jf $work/i.json top1)" ] && ok "QDQ form: same top-1 as the int8 model" || bad "QDQ top-1"
+else bad "convert --qdq"; fi
+if "$XNN" convert "$model" -o $work/fq.onnx --qdq >$work/out.txt 2>&1; then bad "--qdq on a float model accepted"
+elif grep -q "no quantised operator" $work/out.txt; then ok "--qdq on a float model: clear error"; else bad "--qdq float message"; fi
+
 # --- the quantize step in an experiment ----------------------------------------------------------
 cat >$work/exp.yaml <<YAML
 name: quantize_step_test
@@ -138,6 +157,20 @@ expect_error "budget without labels" "--accuracy-budget needs a labelled dataset
 expect_error "wrongly shaped .npy" "do not fit model input 'input'" \
   bash -c "/usr/bin/python3 -c \"import numpy as np; np.save('$work/bad.npy', np.zeros((4,3,28,28), np.float32))\" && \
            '$XNN' quantize '$model' -o $work/x.xnn --calib-npy $work/bad.npy"
+
+# --- weight-only: row-wise 4/8-bit weights, no calibration data ----------------------------------
+if "$XNN" quantize "$model" -o $work/w4.xnn --weight-only 4 --min-elements 100 --json >$work/w4.json 2>$work/out.txt &&
+   [ "$(jf $work/w4.json bits)" = 4 ] &&
+   /usr/bin/python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['tensors']; sys.exit(0 if [x['op'] for x in t] == ['Gemm'] else 1)" $work/w4.json; then
+  ok "--weight-only 4: the classifier's weights become 4-bit rows ($(jf $work/w4.json bytes_before) -> $(jf $work/w4.json bytes_after) bytes)"
+  "$XNN" eval $work/w4.xnn --dataset fashion-mnist --limit 2000 $pre --json >$work/w4e.json 2>$work/out.txt
+  w=$(jf $work/w4e.json top1)
+  if awk "BEGIN{exit !($w >= 0.88)}"; then ok "--weight-only 4 model evaluates: top-1 $w"; else bad "weight-only top-1 $w"; fi
+else bad "--weight-only 4"; fi
+expect_error "weight-only: bad bits" "expected 4 or 8" "$XNN" quantize "$model" -o $work/x.xnn --weight-only 3
+expect_error "weight-only: nothing qualifies" "no weight qualifies" "$XNN" quantize "$model" -o $work/x.xnn --weight-only 8
+expect_error "weight-only with calibration data" "needs no calibration data" \
+  "$XNN" quantize "$model" -o $work/x.xnn --weight-only 8 --calib-dataset fashion-mnist
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
