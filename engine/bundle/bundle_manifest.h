@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "engine/bundle/device_info.h"
-#include "engine/bundle/json.h"
+#include "engine/core/json.h"
 
 namespace xnn {
 

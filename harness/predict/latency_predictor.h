@@ -19,6 +19,10 @@
 #include "harness/predict/random_forest.h"
 #include "harness/predict/roofline_fit.h"
 
+namespace xnn::json {
+class Value;
+}
+
 namespace xnn::predict {
 
 struct OpSample {
@@ -90,6 +94,9 @@ class LatencyPredictor {
   double residual_rel_std() const { return rel_std_; }
 
  private:
+  // from_json after parsing; errors "LINE: what: expected ..." (from_json prefixes the source).
+  static LatencyPredictor from_json_value(const json::Value& root);
+
   struct OpModel {
     RandomForest forest;
     int samples = 0;

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
-#include "harness/predict/json_value.h"
+#include "engine/core/json.h"
 #include "harness/predict/latency_predictor.h"
 #include "harness/util/json.h"
 
@@ -54,30 +54,30 @@ void write_forest(json::Writer& w, const RandomForest& forest) {
   w.end_array();
 }
 
-double number_at(const JsonValue& obj, const std::string& key) { return obj.at(key).as_number("\"" + key + "\""); }
+double number_at(const json::Value& obj, const std::string& key) { return obj.at(key).number("\"" + key + "\""); }
 
-int32_t index_value(const JsonValue& v, const std::string& what) {
-  const double d = v.as_number(what);
+int32_t index_value(const json::Value& v, const std::string& what) {
+  const double d = v.number(what);
   if (d != static_cast<double>(static_cast<int32_t>(d))) v.fail(what, "an integer");
   return static_cast<int32_t>(d);
 }
 
-RandomForest read_forest(const JsonValue& model, const std::string& key) {
+RandomForest read_forest(const json::Value& model, const std::string& key) {
   const std::string where = "model \"" + key + "\"";
   std::vector<RegressionTree> trees;
-  const auto& arr = model.at("trees").as_array(where + " \"trees\"");
+  const auto& arr = model.at("trees").list(where + " \"trees\"");
   if (arr.empty()) model.at("trees").fail(where + " \"trees\"", "at least one tree");
   for (size_t t = 0; t < arr.size(); ++t) {
     const std::string tw = where + " tree " + std::to_string(t);
-    const auto& f = arr[t].at("feature").as_array(tw + " \"feature\"");
-    const auto& v = arr[t].at("value").as_array(tw + " \"value\"");
-    const auto& r = arr[t].at("right").as_array(tw + " \"right\"");
+    const auto& f = arr[t].at("feature").list(tw + " \"feature\"");
+    const auto& v = arr[t].at("value").list(tw + " \"value\"");
+    const auto& r = arr[t].at("right").list(tw + " \"right\"");
     if (f.size() != v.size() || f.size() != r.size()) arr[t].fail(tw, "\"feature\", \"value\" and \"right\" of equal length");
     RegressionTree tree;
     tree.nodes.resize(f.size());
     for (size_t i = 0; i < f.size(); ++i) {
       tree.nodes[i].feature = index_value(f[i], tw + " \"feature\"");
-      tree.nodes[i].value = static_cast<float>(v[i].as_number(tw + " \"value\""));
+      tree.nodes[i].value = static_cast<float>(v[i].number(tw + " \"value\""));
       tree.nodes[i].right = index_value(r[i], tw + " \"right\"");
     }
     trees.push_back(std::move(tree));
@@ -132,49 +132,57 @@ std::string LatencyPredictor::to_json() const {
 }
 
 LatencyPredictor LatencyPredictor::from_json(const std::string& text, const std::string& source) {
-  const JsonValue root = JsonValue::parse(text, source);
-  if (root.kind() != JsonValue::Kind::kObject) root.fail("the file", "a JSON object (a predictor written by xnn-lab calibrate)");
-  const JsonValue* format = root.find("format");
-  if (!format || format->kind() != JsonValue::Kind::kString || format->as_string("format") != kFormat) {
+  const json::Value root = json::parse(text, source);  // syntax errors name the source
+  try {
+    return from_json_value(root);
+  } catch (const Error& e) {
+    throw Error(source + ":" + e.what());  // "SOURCE:LINE: what: expected ..."
+  }
+}
+
+LatencyPredictor LatencyPredictor::from_json_value(const json::Value& root) {
+  if (root.kind() != json::Value::Kind::kObject) root.fail("the file", "a JSON object (a predictor written by xnn-lab calibrate)");
+  const json::Value* format = root.find("format");
+  if (!format || format->kind() != json::Value::Kind::kString || format->text("format") != kFormat) {
     root.fail("\"format\"", std::string("\"") + kFormat + "\" (is this a predictor written by xnn-lab calibrate?)");
   }
-  const JsonValue& version = root.at("version");
-  if (version.as_number("\"version\"") != kVersion) version.fail("\"version\"", std::to_string(kVersion));
-  const JsonValue& features = root.at("features");
-  const auto& names = features.as_array("\"features\"");
+  const json::Value& version = root.at("version");
+  if (version.number("\"version\"") != kVersion) version.fail("\"version\"", std::to_string(kVersion));
+  const json::Value& features = root.at("features");
+  const auto& names = features.list("\"features\"");
   bool same = names.size() == static_cast<size_t>(kOpFeatureCount);
-  for (size_t i = 0; same && i < names.size(); ++i) same = names[i].as_string("\"features\" entry") == op_feature_names()[i];
+  for (size_t i = 0; same && i < names.size(); ++i) same = names[i].text("\"features\" entry") == op_feature_names()[i];
   if (!same) features.fail("\"features\"", "this build's feature list (the predictor is from another version: recalibrate)");
 
   LatencyPredictor p;
-  const JsonValue& target = root.at("target");
-  p.info_.target_name = target.at("name").as_string("target \"name\"");
-  p.info_.target_kind = target.at("kind").as_string("target \"kind\"");
+  const json::Value& target = root.at("target");
+  p.info_.target_name = target.at("name").text("target \"name\"");
+  p.info_.target_kind = target.at("kind").text("target \"kind\"");
   p.info_.threads = static_cast<int>(number_at(target, "threads"));
-  if (const JsonValue* c = root.find("created_at")) p.info_.created_at = c->as_string("\"created_at\"");
-  const JsonValue& fit = root.at("fit");
+  if (const json::Value* c = root.find("created_at")) p.info_.created_at = c->text("\"created_at\"");
+  const json::Value& fit = root.at("fit");
   p.info_.models = static_cast<int>(number_at(fit, "models"));
   p.info_.op_samples = static_cast<int>(number_at(fit, "op_samples"));
-  const JsonValue& cal = fit.at("calibration");
+  const json::Value& cal = fit.at("calibration");
   p.info_.calibration.count = static_cast<int>(number_at(cal, "count"));
   p.info_.calibration.within_10 = number_at(cal, "within_10");
   p.info_.calibration.rmse_ms = number_at(cal, "rmse_ms");
   p.info_.calibration.rmse_percent = number_at(cal, "rmse_percent");
   p.info_.calibration.mape_percent = number_at(cal, "mape_percent");
-  const JsonValue& sp = cal.at("spearman");
-  p.info_.calibration.spearman = sp.kind() == JsonValue::Kind::kNull ? std::nan("") : sp.as_number("\"spearman\"");
-  const JsonValue& ml = root.at("model_level");
+  const json::Value& sp = cal.at("spearman");
+  p.info_.calibration.spearman = sp.kind() == json::Value::Kind::kNull ? std::nan("") : sp.number("\"spearman\"");
+  const json::Value& ml = root.at("model_level");
   p.a_ms_ = number_at(ml, "a_ms");
   p.b_ = number_at(ml, "b");
   p.rel_std_ = number_at(ml, "residual_rel_std");
-  const JsonValue& rf = root.at("roofline");
+  const json::Value& rf = root.at("roofline");
   p.roofline_.c0 = number_at(rf, "c0_ms");
   p.roofline_.c_macs = number_at(rf, "ms_per_mac");
   p.roofline_.c_bytes = number_at(rf, "ms_per_byte");
   p.roofline_rel_std_ = number_at(rf, "rel_std");
   auto read = [&](const char* key, std::unordered_map<std::string, OpModel>& out) {
-    for (const JsonValue& m : root.at(key).as_array(std::string("\"") + key + "\"")) {
-      const std::string name = m.at("key").as_string("model \"key\"");
+    for (const json::Value& m : root.at(key).list(std::string("\"") + key + "\"")) {
+      const std::string name = m.at("key").text("model \"key\"");
       OpModel om;
       om.samples = static_cast<int>(number_at(m, "samples"));
       om.forest = read_forest(m, name);

@@ -18,7 +18,7 @@
 
 #include "engine/bundle/bundle_file.h"
 #include "engine/bundle/bundle_runtime.h"
-#include "engine/bundle/json.h"
+#include "engine/core/json.h"
 #include "engine/core/sha256.h"
 #include "engine/format/file_io.h"
 #include "engine/format/xnn_format.h"

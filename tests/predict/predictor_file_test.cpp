@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "engine/core/error.h"
-#include "harness/predict/json_value.h"
+#include "engine/core/json.h"
 #include "harness/predict/latency_predictor.h"
 #include "synthetic_ops.h"
 
@@ -64,7 +64,7 @@ void expect_load_error(const std::string& text, const std::string& part) {
 
 TEST(PredictorFile, BadFilesAreErrorsNamingFileLineAndKey) {
   expect_load_error("{\"format\": \"something-else\"}", "\"format\"");
-  expect_load_error("[1, 2", "invalid JSON");
+  expect_load_error("[1, 2", "JSON error");
   expect_load_error("{\n\"format\": \"xnn-lab-latency-predictor\",\n\"version\": 1,\n\"features\": [\"x\"]\n}",
                     ":4: \"features\"");
   // A valid predictor with one key removed.
@@ -83,24 +83,31 @@ TEST(PredictorFile, BadFilesAreErrorsNamingFileLineAndKey) {
 }
 
 TEST(JsonValue, ParsesValuesAndReportsLines) {
-  const JsonValue v = JsonValue::parse("{\"a\": [1, -2.5e3, true, null],\n \"s\": \"x\\n\\u00e9\"}", "t.json");
-  const auto& a = v.at("a").as_array("a");
+  const json::Value v = json::parse("{\"a\": [1, -2.5e3, true, null],\n \"s\": \"x\\n\\u00e9\"}", "t.json");
+  const auto& a = v.at("a").list("a");
   ASSERT_EQ(a.size(), 4u);
-  EXPECT_EQ(a[1].as_number("a[1]"), -2500);
-  EXPECT_TRUE(a[2].as_bool("a[2]"));
-  EXPECT_EQ(a[3].kind(), JsonValue::Kind::kNull);
-  EXPECT_EQ(v.at("s").as_string("s"), "x\n\xc3\xa9");
+  EXPECT_EQ(a[1].number("a[1]"), -2500);
+  EXPECT_TRUE(a[2].flag("a[2]"));
+  EXPECT_TRUE(a[3].is_null());
+  EXPECT_EQ(v.at("s").text("s"), "x\n\xc3\xa9");
+  EXPECT_EQ(v.line(), 1);
   EXPECT_EQ(v.at("s").line(), 2);
   EXPECT_EQ(v.find("missing"), nullptr);
   try {
-    v.at("s").as_number("\"s\"");
+    v.at("s").number("\"s\"");
     ADD_FAILURE();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "t.json:2: \"s\": expected a number");
+    EXPECT_STREQ(e.what(), "2: \"s\": expected a number");
   }
-  EXPECT_THROW(JsonValue::parse("{\"a\": 1,}", "t.json"), Error);
-  EXPECT_THROW(JsonValue::parse("{\"a\": 1} x", "t.json"), Error);
-  EXPECT_THROW(JsonValue::parse("\"open", "t.json"), Error);
+  try {
+    v.at("nope");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "1: missing key \"nope\": expected it in this object");
+  }
+  EXPECT_THROW(json::parse("{\"a\": 1,}", "t.json"), Error);
+  EXPECT_THROW(json::parse("{\"a\": 1} x", "t.json"), Error);
+  EXPECT_THROW(json::parse("\"open", "t.json"), Error);
 }
 
 }  // namespace

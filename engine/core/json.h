@@ -1,6 +1,7 @@
-// A small, strict JSON (RFC 8259) value with a parser and a writer, for the bundle manifest
-// (engine/bundle/bundle_manifest.h). The engine has no JSON library and must not depend on the
-// harness, so this covers exactly what the manifest needs: objects keep their key order and
+// A small, strict JSON (RFC 8259) value with a parser and a writer, for the documents xnn-lab
+// reads and writes itself: the bundle manifest (engine/bundle/bundle_manifest.h) and the latency
+// predictor file (harness/predict/predictor_file.h, ~10^5 tree nodes, which yaml-cpp reads too
+// slowly). The engine has no JSON library and must not depend on the harness. Objects keep their key order and
 // refuse duplicate keys, integers without a fraction or exponent are kept exact (int64), and
 // anything RFC 8259 does not allow (trailing commas, comments, NaN, leading zeros, control
 // characters in strings, invalid UTF-8 escapes, trailing bytes) is an xnn::Error naming the
@@ -45,12 +46,26 @@ class Value {
 
   // Object member or nullptr.
   const Value* find(std::string_view key) const;
+
+  // The line the parser found this value on (1-based; 0 for values built in code).
+  int line() const { return line_; }
+  void set_line(int line) { line_ = line; }
+  // For readers of documents with a schema: errors "LINE: WHAT: expected EXPECTED" (the caller
+  // prefixes the document's name), where `what` names the key or element being read.
+  [[noreturn]] void fail(const std::string& what, const std::string& expected) const;
+  double number(const std::string& what) const;               // int or double
+  const std::string& text(const std::string& what) const;
+  bool flag(const std::string& what) const;
+  const std::vector<Value>& list(const std::string& what) const;
+  // A member that must exist ("LINE: missing key "KEY": expected it in this object").
+  const Value& at(const std::string& key) const;
   // Appends to an array / sets an object member (replacing an equal key). Return *this.
   Value& push(Value v);
   Value& set(const std::string& key, Value v);
 
  private:
   Kind kind_ = Kind::kNull;
+  int line_ = 0;
   bool bool_ = false;
   int64_t int_ = 0;
   double double_ = 0;

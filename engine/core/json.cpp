@@ -1,4 +1,4 @@
-#include "engine/bundle/json.h"
+#include "engine/core/json.h"
 
 #include <charconv>
 #include <cmath>
@@ -95,6 +95,32 @@ const Value* Value::find(std::string_view key) const {
   return nullptr;
 }
 
+void Value::fail(const std::string& what, const std::string& expected) const {
+  throw Error(std::to_string(line_) + ": " + what + ": expected " + expected);
+}
+double Value::number(const std::string& what) const {
+  if (!is_number()) fail(what, "a number");
+  return as_double();
+}
+const std::string& Value::text(const std::string& what) const {
+  if (kind_ != Kind::kString) fail(what, "a string");
+  return string_;
+}
+bool Value::flag(const std::string& what) const {
+  if (kind_ != Kind::kBool) fail(what, "true or false");
+  return bool_;
+}
+const std::vector<Value>& Value::list(const std::string& what) const {
+  if (kind_ != Kind::kArray) fail(what, "an array");
+  return items_;
+}
+const Value& Value::at(const std::string& key) const {
+  if (kind_ != Kind::kObject) fail("\"" + key + "\"", "an object holding it");
+  const Value* v = find(key);
+  if (!v) fail("missing key \"" + key + "\"", "it in this object");
+  return *v;
+}
+
 Value& Value::push(Value v) {
   if (kind_ != Kind::kArray) wrong_kind("an array", kind_);
   items_.push_back(std::move(v));
@@ -147,7 +173,20 @@ class Parser {
     pos_ += lit.size();
   }
 
+  // The line of pos_, counted incrementally (values start at increasing positions).
+  int line_here() {
+    for (; counted_ < pos_ && counted_ < s_.size(); ++counted_) line_ += s_[counted_] == '\n';
+    return line_;
+  }
+
   Value value(int depth) {
+    const int line = line_here();
+    Value v = parse_value(depth);
+    v.set_line(line);
+    return v;
+  }
+
+  Value parse_value(int depth) {
     if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
     if (at_end()) fail("unexpected end of document (truncated?)");
     switch (peek()) {
@@ -385,6 +424,8 @@ class Parser {
   std::string_view s_;
   const std::string& name_;
   size_t pos_ = 0;
+  size_t counted_ = 0;  // newlines before this position are counted in line_
+  int line_ = 1;
 };
 
 // ---------------------------------------------------------------------------------------------
