@@ -27,18 +27,30 @@ const GradRegistry& GradRegistry::builtin() {
     register_normalization_grads(r);
     register_pool_grads(r);
     register_shape_grads(r);
+    register_quantize_grads(r);
     return r;
   }();
   return registry;
 }
 
-void GradRegistry::add(GradOp op) {
-  const std::string key = op.type;
+namespace {
+std::string grad_key(const std::string& domain, const std::string& type) { return domain.empty() ? type : domain + "::" + type; }
+}  // namespace
+
+void GradRegistry::add(GradOp op) { add(std::move(op), ""); }
+
+void GradRegistry::add(GradOp op, const std::string& domain) {
+  const std::string key = grad_key(domain, op.type);
   if (!ops_.emplace(key, std::move(op)).second) throw Error("GradRegistry: op '" + key + "' registered twice");
 }
 
 const GradOp* GradRegistry::find(const std::string& type) const {
   auto it = ops_.find(type);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+const GradOp* GradRegistry::find(const Node& node) const {
+  auto it = ops_.find(grad_key(node.domain, node.op_type));
   return it == ops_.end() ? nullptr : &it->second;
 }
 

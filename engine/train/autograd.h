@@ -76,7 +76,9 @@ class GradRegistry {
  public:
   static const GradRegistry& builtin();
   void add(GradOp op);  // throws on a duplicate
-  const GradOp* find(const std::string& type) const;
+  void add(GradOp op, const std::string& domain);  // an op of another domain (ai.xnn FakeQuantize)
+  const GradOp* find(const std::string& type) const;  // default domain
+  const GradOp* find(const Node& node) const;          // by the node's domain and op type
   std::vector<std::string> op_types() const;
 
  private:
@@ -91,6 +93,7 @@ void register_gemm_grads(GradRegistry& r);
 void register_normalization_grads(GradRegistry& r);
 void register_pool_grads(GradRegistry& r);
 void register_shape_grads(GradRegistry& r);
+void register_quantize_grads(GradRegistry& r);
 
 // Sums `grad` (shaped like a broadcast result) over the broadcast dims into `out`, whose shape
 // is the operand's (numpy broadcasting: leading dims and size-1 dims are summed).

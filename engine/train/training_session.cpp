@@ -127,8 +127,7 @@ TrainingSession::TrainingSession(std::shared_ptr<Model> model, TrainingOptions o
   const GradRegistry& grads = GradRegistry::builtin();
   std::set<int> param_values;
   for (const Node& n : g.nodes) {
-    if (!n.domain.empty()) continue;
-    const GradOp* op = grads.find(n.op_type);
+    const GradOp* op = grads.find(n);
     if (!op) continue;
     for (int i : op->differentiable_inputs) {
       if (i < static_cast<int>(n.inputs.size()) && n.inputs[static_cast<size_t>(i)] >= 0) {
@@ -205,7 +204,7 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
     } catch (const ValueNeededError& e) {
       throw UnsupportedError(std::string("training: ") + e.what() + " (data-dependent shapes cannot be trained)");
     }
-    const GradOp* gop = n.domain.empty() ? grads.find(n.op_type) : nullptr;
+    const GradOp* gop = grads.find(n);
     bool any_input_needs = false;
     if (gop) {
       for (int i : gop->differentiable_inputs)
@@ -283,7 +282,7 @@ void TrainingSession::forward(Plan& plan, const Tensor& input, bool training) {
       const int v = n.outputs[o];
       if (v >= 0 && plan.act[static_cast<size_t>(v)].defined()) outs[o] = &plan.act[static_cast<size_t>(v)];
     }
-    const GradOp* gop = n.domain.empty() ? grads.find(n.op_type) : nullptr;
+    const GradOp* gop = grads.find(n);
     if (gop && gop->forward) {
       ForwardContext ctx{n, ins, outs, training, step_seed ^ static_cast<uint64_t>(ni), node_state_[static_cast<size_t>(ni)],
                          pool_.get()};
@@ -313,7 +312,7 @@ void TrainingSession::backward(Plan& plan) {
       }
     }
     if (!has_gout) continue;
-    const GradOp* gop = grads.find(n.op_type);
+    const GradOp* gop = grads.find(n);
     if (!gop) continue;  // plan_for rejected graphs where this would lose a gradient
     gins.assign(n.inputs.size(), nullptr);
     to_accumulate.clear();

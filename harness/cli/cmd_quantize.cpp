@@ -1,7 +1,7 @@
 // xnn-lab quantize MODEL -o OUT.xnn (--calib-dataset fashion-mnist [--scale S --mean M --std D] |
 //   --calib-npy FILE.npy) [--calib-samples N] [--method minmax|percentile|kl|mse] [--percentile P]
 //   [--per-tensor] [--exclude NODE...] [--sensitivity] [--accuracy-budget POINTS] [--val-samples N]
-//   [--eval-limit N] [--threads N] [--json]
+//   [--eval-limit N] [--threads N] [--json] [--qat TRAIN_CONFIG.yaml [KEY.PATH=VALUE...]]
 // xnn-lab quantize MODEL -o OUT.xnn --weight-only 4|8 [--weight-only-layers all|embeddings|dense]
 //   [--min-elements N] [--float32-params] [--exclude NODE...] [--json]
 //
@@ -13,9 +13,14 @@
 // --weight-only needs no data: embedding tables and fully connected weights become row-wise 4/8-bit
 // codes dequantised on the fly (compress/quantize/weight_only.h); it prints per tensor the size and
 // the reconstruction error (RMSE, max |error|, SQNR).
+// --qat fine-tunes the calibrated model with fake quantisation (quantisation-aware training,
+// harness/quantize/qat_job.h) under the training config before the int8 rewrite, and reports
+// fp32, PTQ and QAT top-1.
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "compress/quantize/weight_only.h"
 #include "engine/core/error.h"
@@ -61,6 +66,15 @@ void print_summary(const std::string& model, const ptq::QuantizeJobResult& r) {
     std::printf("  top-1 on %lld test images: fp32 %.2f %%, int8 %.2f %% (%+.2f points)\n",
                 static_cast<long long>(r.eval_samples), r.fp32_top1 * 100.0, r.int8_top1 * 100.0,
                 (r.int8_top1 - r.fp32_top1) * 100.0);
+    if (r.has_qat) {
+      std::printf("  top-1 fp32 %.2f %%, PTQ int8 %.2f %% (%+.2f points), QAT int8 %.2f %% (%+.2f points)\n",
+                  r.fp32_top1 * 100.0, r.ptq_int8_top1 * 100.0, (r.ptq_int8_top1 - r.fp32_top1) * 100.0, r.int8_top1 * 100.0,
+                  (r.int8_top1 - r.fp32_top1) * 100.0);
+    }
+  }
+  if (r.has_qat) {
+    std::printf("  QAT: %d weight + %d activation fake quantisations, %d epoch(s) in %.1f s\n", r.qat_weight_fake_quants,
+                r.qat_activation_fake_quants, r.qat_epochs, r.qat_train_seconds);
   }
 }
 
@@ -153,6 +167,11 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--threads", job.threads, "Threads for calibration and evaluation")->capture_default_str();
   cmd->add_flag("--json", as_json, "Print the result as one JSON object");
+  static std::vector<std::string> qat_args;
+  cmd->add_option("--qat", qat_args,
+                  "Quantisation-aware training: TRAIN_CONFIG.yaml [KEY.PATH=VALUE...] (configs/train schema) fine-tunes the "
+                  "calibrated model with fake quantisation before the int8 rewrite")
+      ->expected(1, -1);
   static WeightOnlyArgs weight_only;
   cmd->add_option("--weight-only", weight_only.bits,
                   "Weight-only quantisation instead of int8 PTQ: row-wise 4- or 8-bit embedding tables and Gemm/MatMul "
@@ -169,11 +188,16 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
       if (!job.calib_dataset.empty() || !job.calib_npy.empty()) {
         throw Error("--weight-only needs no calibration data; drop --calib-dataset / --calib-npy");
       }
+      if (!qat_args.empty()) throw Error("--weight-only and --qat exclude each other (QAT trains for the int8 rewrite)");
       run_weight_only(job, weight_only, as_json);
       exit_code = 0;
       return;
     }
     job.calibration.method = quantize::calibration_method_from_name(method);
+    if (!qat_args.empty()) {
+      job.qat_config = qat_args.front();
+      job.qat_overrides.assign(qat_args.begin() + 1, qat_args.end());
+    }
     job.preprocess.mean = {parse_one_float("--mean", mean_text)};
     job.preprocess.std = {parse_one_float("--std", std_text)};
     if (budget_option->count() > 0) job.accuracy_budget = budget;

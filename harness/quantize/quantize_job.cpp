@@ -12,6 +12,7 @@
 #include "engine/runtime/npy.h"
 #include "engine/runtime/session.h"
 #include "harness/eval/evaluate.h"
+#include "harness/quantize/qat_job.h"
 #include "harness/util/json.h"
 
 namespace xnn::ptq {
@@ -41,6 +42,10 @@ void check_job(const QuantizeJob& j) {
     throw Error("--val-samples " + std::to_string(j.val_samples) + ": expected 1.." +
                 std::to_string(kTrainImages - j.calib_samples) + " (the end of the training split, after the calibration images)");
   }
+  if (!j.qat_config.empty() && !dataset) {
+    throw Error("--qat needs a labelled dataset to train on (--calib-dataset fashion-mnist), not --calib-npy");
+  }
+  if (!j.qat_config.empty() && !fs::is_regular_file(j.qat_config)) throw Error("--qat " + j.qat_config + ": no such file");
   if (j.threads < 1) throw Error("--threads " + std::to_string(j.threads) + ": expected >= 1");
   if (j.output_path.empty()) throw Error("no output path (-o OUT.xnn)");
   const fs::path parent = fs::path(j.output_path).parent_path();
@@ -151,6 +156,18 @@ QuantizeJobResult run_quantize_job(const QuantizeJob& job, const std::function<v
           "int8 ptq, " + r.method + ", mixed precision (" + std::to_string(r.mixed_precision.fp32_layers.size()) + " fp32 layers)";
     }
   }
+  const std::shared_ptr<Model> ptq_int8 = ptq.int8_model;
+  if (!job.qat_config.empty()) {
+    const QatOutcome qat = run_qat(*ptq.float_model, ptq.ranges, o.graph, job.preprocess, job.qat_config, job.qat_overrides, progress);
+    ptq.int8_model = qat.int8_model;
+    ptq.report = qat.report;
+    r.has_qat = true;
+    r.qat_fake_quant_top1 = qat.training.test_accuracy;
+    r.qat_epochs = static_cast<int>(qat.training.history.size());
+    r.qat_train_seconds = qat.training.train_seconds;
+    r.qat_weight_fake_quants = qat.weight_fake_quants;
+    r.qat_activation_fake_quants = qat.activation_fake_quants;
+  }
   r.report = ptq.report;
 
   XnnSaveOptions save;
@@ -167,6 +184,7 @@ QuantizeJobResult run_quantize_job(const QuantizeJob& job, const std::function<v
     say(progress, "evaluating fp32 and int8 on " + std::to_string(test.count) + " test images");
     r.fp32_top1 = evaluate_top1(*model, test, job.preprocess, job.threads);
     r.int8_top1 = evaluate_top1(*load_model(job.output_path), test, job.preprocess, job.threads);
+    if (r.has_qat) r.ptq_int8_top1 = evaluate_top1(*ptq_int8, test, job.preprocess, job.threads);
     r.eval_samples = test.count;
     r.has_test_top1 = true;
   }
@@ -200,6 +218,14 @@ std::string to_json(const QuantizeJobResult& r) {
   if (r.has_test_top1) {
     w.field("eval_samples", r.eval_samples).field("top1_fp32", r.fp32_top1).field("top1_int8", r.int8_top1);
     w.field("top1_drop_points", (r.fp32_top1 - r.int8_top1) * 100.0);
+    if (r.has_qat) w.field("top1_ptq_int8", r.ptq_int8_top1);
+  }
+  if (r.has_qat) {
+    w.key("qat").begin_object().field("epochs", static_cast<int64_t>(r.qat_epochs)).field("train_seconds", r.qat_train_seconds);
+    w.field("weight_fake_quants", static_cast<int64_t>(r.qat_weight_fake_quants))
+        .field("activation_fake_quants", static_cast<int64_t>(r.qat_activation_fake_quants))
+        .field("fake_quant_test_top1", r.qat_fake_quant_top1)
+        .end_object();
   }
   if (r.has_sensitivity) {
     w.key("sensitivity").begin_object();

@@ -41,6 +41,11 @@ struct QuantizeJob {
   int64_t val_samples = 1000;
   int64_t eval_limit = 0;                 // test images for the reported top-1; 0 = all; < 0 = none
   int threads = 1;
+  // Quantisation-aware training (harness/quantize/qat_job.h): fine-tune with fake quantisation
+  // under this training config (KEY.PATH=VALUE overrides) before the int8 rewrite; needs
+  // --calib-dataset. The written model is then the QAT one.
+  std::string qat_config;
+  std::vector<std::string> qat_overrides;
 };
 
 struct QuantizeJobResult {
@@ -60,6 +65,11 @@ struct QuantizeJobResult {
   bool has_mixed_precision = false;
   quantize::MixedPrecisionResult mixed_precision;
   double accuracy_budget = 0;
+  bool has_qat = false;                 // int8_top1 is then the QAT model's, ptq_int8_top1 PTQ's
+  double ptq_int8_top1 = 0;
+  double qat_fake_quant_top1 = 0;       // the fine-tuned fake-quantised float model (trainer's test split)
+  int qat_epochs = 0, qat_weight_fake_quants = 0, qat_activation_fake_quants = 0;
+  double qat_train_seconds = 0;
 };
 
 // Checks the options (one calibration source, counts, budget only with labels, a writable

@@ -172,5 +172,28 @@ expect_error "weight-only: nothing qualifies" "no weight qualifies" "$XNN" quant
 expect_error "weight-only with calibration data" "needs no calibration data" \
   "$XNN" quantize "$model" -o $work/x.xnn --weight-only 8 --calib-dataset fashion-mnist
 
+# --- quantisation-aware training: a few fine-tuning steps through fake quantisation ---------------
+# (per-tensor weights + KL calibration: the setting where PTQ loses most on this model; figures on
+# the full test set in compress/quantize/README.md)
+if "$XNN" quantize "$model" -o $work/qat.xnn --calib-dataset fashion-mnist $pre --per-tensor --method kl --eval-limit 300 \
+    --qat "$ROOT/configs/train/qat_finetune.yaml" data.train_limit=256 data.test_limit=100 output.dir=$work/qat-train \
+    --json >$work/qat.json 2>$work/out.txt; then
+  ok "--qat fine-tunes and writes the int8 model"
+  [ "$(jf $work/qat.json qat.weight_fake_quants)" = 4 ] && [ "$(jf $work/qat.json qat.epochs)" = 1 ] &&
+    ok "--qat: 4 weight fake quantisations, 1 epoch" || bad "--qat fields"
+  [ "$(jf $work/qat.json fp32_nodes)" = 0 ] && ok "--qat model fully int8" || bad "--qat fp32 nodes"
+  p=$(jf $work/qat.json top1_ptq_int8) q=$(jf $work/qat.json top1_int8)
+  echo "      PTQ int8 top-1 $p, QAT int8 top-1 $q (300 test images, 2 fine-tuning steps)"
+  if awk "BEGIN{exit !($q >= 0.80)}"; then ok "--qat int8 model evaluates: top-1 $q"; else bad "--qat top-1 $q"; fi
+  "$XNN" eval $work/qat.xnn --dataset fashion-mnist --limit 300 $pre --json >$work/qe.json 2>$work/out.txt &&
+    [ "$(jf $work/qe.json top1)" = "$q" ] && ok "--qat written model reproduces its top-1 in xnn-lab eval" || bad "eval of qat.xnn"
+else bad "--qat"; fi
+expect_error "--qat with .npy calibration" "--qat needs a labelled dataset" \
+  "$XNN" quantize "$model" -o $work/x.xnn --calib-npy $work/calib.npy --qat "$ROOT/configs/train/qat_finetune.yaml"
+expect_error "--qat: preprocessing differs" "QAT trains with data.mean 0.286" \
+  "$XNN" quantize "$model" -o $work/x.xnn --calib-dataset fashion-mnist --qat "$ROOT/configs/train/qat_finetune.yaml"
+expect_error "--qat: bad override" "qat_finetune.yaml" \
+  "$XNN" quantize "$model" -o $work/x.xnn --calib-dataset fashion-mnist $pre --qat "$ROOT/configs/train/qat_finetune.yaml" epochs=zero
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
