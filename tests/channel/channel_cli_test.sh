@@ -5,16 +5,10 @@
 # importance l2/bn/taylor, ranking by predicted latency, a short fine-tune that recovers accuracy, and bad inputs failing with
 # messages that name the problem.
 # Usage: channel_cli_test.sh XNN_LAB_BINARY REPO_ROOT
-set -uo pipefail
 XNN=$1
 ROOT=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1"; [ -f "$work/out.txt" ] && sed 's/^/      /' "$work/out.txt" | tail -25; }
-jf() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [d:=d[k] for k in sys.argv[2].split('.')]; print(d)" "$1" "$2"; }
+# shellcheck source=tests/cli/lib.sh
+source "$ROOT/tests/cli/lib.sh"
 model=$ROOT/configs/models/fmnist_cnn.onnx
 pre="--mean 0.2860 --std 0.3530"   # configs/quickstart.yaml's preprocessing (scale 1/255)
 fast="--calib-images 128 --round-to 4"
@@ -100,5 +94,4 @@ expect_error "round-to 0" "--round-to" --target-flops 0.5 --round-to 0
 expect_error "unknown rank" "--rank-by 'speed': expected flops or latency" --target-flops 0.5 --rank-by speed
 expect_error "ratio out of range" "expected a share in (0, 1]" --target-flops 1.5
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -5,16 +5,11 @@
 # fp32 on 1000 test images, Huffman and per-layer bits, the `encode` experiment step, and bad
 # inputs failing with messages that name the problem.
 # Usage: encode_test.sh XNN_LAB_BINARY SOURCE_DIR
-set -uo pipefail
 XNN=$1
 SRC=$2
-PY=/usr/bin/python3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1"; [ -f "$work/out.txt" ] && sed 's/^/      /' "$work/out.txt" | tail -25; }
+ROOT=$SRC
+# shellcheck source=tests/cli/lib.sh
+source "$ROOT/tests/cli/lib.sh"
 # json_check NAME FILE PYTHON_EXPRESSION : the expression over `d` (the parsed JSON) is true.
 json_check() {
   if $PY -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($3) else 1)" "$2" 2>"$work/out.txt"; then
@@ -118,5 +113,4 @@ expect_error "malformed --bits-per-layer" "--bits-per-layer 'fc': expected NAME=
 expect_error "--no-cluster on float weights" "distinct values; cluster it" "$XNN" encode "$model" -o $work/x.xnn --no-cluster
 expect_error "unknown coder" "coder" "$XNN" encode "$model" -o $work/x.xnn --coder lz77
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

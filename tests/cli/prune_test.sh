@@ -5,16 +5,10 @@
 # --profile`), --target-flops, a short gradual fine-tune through the trainer's step hook (the
 # pruned weights must be exactly the target share of zeros afterwards), and bad inputs.
 # Usage: prune_test.sh XNN_LAB_BINARY REPO_ROOT
-set -uo pipefail
 XNN=$1
 ROOT=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1"; [ -f "$work/out.txt" ] && sed 's/^/      /' "$work/out.txt" | tail -25; }
-jf() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [d:=d[k] for k in sys.argv[2].split('.')]; print(d)" "$1" "$2"; }
+# shellcheck source=tests/cli/lib.sh
+source "$ROOT/tests/cli/lib.sh"
 model=$ROOT/configs/models/fmnist_cnn.onnx
 pre="--mean 0.2860 --std 0.3530"   # configs/quickstart.yaml's preprocessing (scale 1/255)
 cd "$work" || exit 1
@@ -82,5 +76,4 @@ expect_fail "gradual needs --finetune" "finetune" prune "$model" -o $work/x.xnn 
 expect_fail "unknown schedule" "oneshot or gradual" prune "$model" -o $work/x.xnn --target-sparsity 0.5 --schedule fast
 expect_fail "missing fine-tune config" "nonexistent.yaml" prune "$model" -o $work/x.xnn --target-sparsity 0.5 --finetune $work/nonexistent.yaml
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -5,16 +5,10 @@
 # mixed precision, .npy calibration, ONNX export of the int8 model and back, the `quantize`
 # experiment step, and bad inputs failing with messages that name the problem.
 # Usage: quantize_cli_test.sh XNN_LAB_BINARY REPO_ROOT
-set -uo pipefail
 XNN=$1
 ROOT=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1"; [ -f "$work/out.txt" ] && sed 's/^/      /' "$work/out.txt" | tail -25; }
-jf() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [d:=d[k] for k in sys.argv[2].split('.')]; print(d)" "$1" "$2"; }
+# shellcheck source=tests/cli/lib.sh
+source "$ROOT/tests/cli/lib.sh"
 model=$ROOT/configs/models/fmnist_cnn.onnx
 pre="--mean 0.2860 --std 0.3530"   # configs/quickstart.yaml's preprocessing (scale 1/255)
 cd "$work" || exit 1
@@ -195,5 +189,4 @@ expect_error "--qat: preprocessing differs" "QAT trains with data.mean 0.286" \
 expect_error "--qat: bad override" "qat_finetune.yaml" \
   "$XNN" quantize "$model" -o $work/x.xnn --calib-dataset fashion-mnist $pre --qat "$ROOT/configs/train/qat_finetune.yaml" epochs=zero
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

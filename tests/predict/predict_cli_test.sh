@@ -4,15 +4,10 @@
 # prediction as text and JSON, held-out evaluation as JSON, and bad inputs failing clearly.
 # Measurement is kept short (a few runs per model): this checks the plumbing, not accuracy.
 # Usage: predict_cli_test.sh XNN_LAB_BINARY REPO_ROOT
-set -uo pipefail
 XNN=$1
 ROOT=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1"; [ -f "$work/out.txt" ] && sed 's/^/      /' "$work/out.txt" | tail -25; }
+# shellcheck source=tests/cli/lib.sh
+source "$ROOT/tests/cli/lib.sh"
 has_keys() {  # JSON file $1 parses and has every key in $2... (top level)
   python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
@@ -113,5 +108,4 @@ expect_fail "--on-unsupported needs a sim target" "applies to simulated targets"
 expect_fail "--evaluate on a sim target" "no measurements to evaluate" "$XNN" predict --evaluate --target sim:adreno_660_gpu
 expect_fail "no model and no --evaluate" "give a MODEL" "$XNN" predict --target cpu --db "$db"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

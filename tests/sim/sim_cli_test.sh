@@ -3,15 +3,10 @@
 # targets [cpu, sim:adreno_660_gpu] (results stored, the sim target marked simulated, its
 # accuracy computed with fp16 numerics), an fp32 model on an int8-only NPU, and config errors.
 # Usage: sim_cli_test.sh XNN_LAB_BINARY REPO_ROOT
-set -uo pipefail
 XNN=$1
 ROOT=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1"; [ -f "$work/out.txt" ] && sed 's/^/      /' "$work/out.txt" | tail -25; }
+# shellcheck source=tests/cli/lib.sh
+source "$ROOT/tests/cli/lib.sh"
 q() { sqlite3 -batch -noheader "$1" "$2"; }
 model=$ROOT/configs/models/fmnist_cnn.onnx
 
@@ -100,5 +95,4 @@ if ! "$XNN" run "$work/typo.yaml" --db "$work/typo.db" >"$work/out.txt" 2>&1 &&
   ok "unknown profile: error with did-you-mean and the known profiles"
 else bad "unknown profile error"; fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
