@@ -166,10 +166,10 @@ std::string stage_key(size_t s) { return "s" + std::to_string(s); }
 std::string block_key(size_t s, size_t b) { return stage_key(s) + ".b" + std::to_string(b); }
 
 int64_t int_or(const YAML::Node& options, const std::string& key, int64_t fallback) {
-  return options && options[key] ? options[key].as<int64_t>() : fallback;
+  return options && options.IsMap() && options[key] ? options[key].as<int64_t>() : fallback;
 }
 double double_or(const YAML::Node& options, const std::string& key, double fallback) {
-  return options && options[key] ? options[key].as<double>() : fallback;
+  return options && options.IsMap() && options[key] ? options[key].as<double>() : fallback;
 }
 
 }  // namespace
@@ -246,7 +246,9 @@ NasConfig parse_nas_config(const YAML::Node& root, const std::string& file) {
   // train: a training config without model/name/output/checkpoint; parsed by the trainer's
   // own parser so both accept exactly the same recipe keys.
   {
-    YAML::Node train = top.has("train") ? YAML::Clone(top.get("train")) : YAML::Node(YAML::NodeType::Map);
+    // Parsed in place (YAML::Clone drops the marks errors need); the keys added here are
+    // removed again below, so the caller's tree is left as it was.
+    YAML::Node train = top.has("train") ? top.get("train") : YAML::Node(YAML::NodeType::Map);
     if (!train.IsMap()) top.fail("train", "must be a mapping (a training config without model/output)");
     for (const char* key : {"model", "name", "output", "checkpoint"}) {
       if (train[key]) {
@@ -255,7 +257,18 @@ NasConfig parse_nas_config(const YAML::Node& root, const std::string& file) {
       }
     }
     train["model"]["file"] = "nas-candidate.xnn";  // replaced by each candidate's model
-    c.recipe = train::parse_train_config(train, file);
+    // The trainer's parser reads data.augment through data, and fails when `data` is absent.
+    const bool added_data = !static_cast<const YAML::Node&>(train)["data"];
+    if (added_data) train["data"] = YAML::Node(YAML::NodeType::Map);
+    try {
+      c.recipe = train::parse_train_config(train, file);
+    } catch (...) {
+      train.remove("model");
+      if (added_data) train.remove("data");
+      throw;
+    }
+    train.remove("model");
+    if (added_data) train.remove("data");
     c.recipe.model_file.clear();
     c.recipe.name = c.name;
   }
@@ -476,7 +489,7 @@ std::unique_ptr<Strategy> make_strategy(const NasConfig& config) {
   const YAML::Node& o = config.strategy_options;
   const auto allowed = [&](std::vector<std::string> keys) {
     keys.push_back("type");
-    Section(o, "strategy", config.file, keys);
+    if (o && o.IsMap()) Section(o, "strategy", config.file, keys);
   };
   try {
     SearchSpace space = make_search_space(config);
@@ -503,7 +516,7 @@ std::unique_ptr<Strategy> make_strategy(const NasConfig& config) {
     allowed({"population_size", "mutation_prob", "crossover_prob"});
     Nsga2Options opt;
     opt.population_size = static_cast<int>(int_or(o, "population_size", opt.population_size));
-    if (o && o["mutation_prob"]) opt.mutation_prob = o["mutation_prob"].as<double>();
+    if (o && o.IsMap() && o["mutation_prob"]) opt.mutation_prob = o["mutation_prob"].as<double>();
     opt.crossover_prob = double_or(o, "crossover_prob", opt.crossover_prob);
     return std::make_unique<Nsga2>(std::move(space), dirs, config.seed, opt);
   } catch (const YAML::Exception& e) {
@@ -520,14 +533,14 @@ std::unique_ptr<Pruner> make_pruner(const NasConfig& config) {
   try {
     if (config.pruner == "none") return nullptr;
     if (config.pruner == "median") {
-      Section(o, "pruner", config.file, {"type", "n_startup_trials", "n_warmup_steps", "interval_steps"});
+      if (o && o.IsMap()) Section(o, "pruner", config.file, {"type", "n_startup_trials", "n_warmup_steps", "interval_steps"});
       MedianPrunerOptions opt;
       opt.n_startup_trials = static_cast<int>(int_or(o, "n_startup_trials", opt.n_startup_trials));
       opt.n_warmup_steps = int_or(o, "n_warmup_steps", opt.n_warmup_steps);
       opt.interval_steps = int_or(o, "interval_steps", opt.interval_steps);
       return std::make_unique<MedianPruner>(Direction::kMaximize, opt);
     }
-    Section(o, "pruner", config.file, {"type", "min_resource", "reduction_factor"});
+    if (o && o.IsMap()) Section(o, "pruner", config.file, {"type", "min_resource", "reduction_factor"});
     SuccessiveHalvingOptions opt;
     opt.min_resource = int_or(o, "min_resource", opt.min_resource);
     opt.reduction_factor = int_or(o, "reduction_factor", opt.reduction_factor);

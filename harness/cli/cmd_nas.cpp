@@ -1,0 +1,136 @@
+// xnn-lab nas CONFIG.yaml [KEY.PATH=VALUE...] [--db FILE] [--json]
+// Black-box architecture search (nas/blackbox_search.h; schema configs/nas/README.md): runs or
+// resumes the study, prints a line per trial with the current Pareto front, trains and measures
+// the baselines, exports the front (.xnn, .onnx), then measures the front and the baselines
+// through the harness (an `xnn-lab run` of <output>/measure.yaml into the same database), so
+// list/show/report/gate see them. --json prints the front and the baselines, each with top1,
+// latency_ms (the harness's measurements), params, model and preprocess.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/core/error.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/registries.h"
+#include "harness/runner/runner.h"
+#include "harness/util/json.h"
+#include "nas/blackbox_search.h"
+
+namespace xnn::cli {
+namespace fs = std::filesystem;
+namespace {
+
+// Replaces the search's numbers with the harness job's (what `bench`/`eval` re-measure).
+void apply_job_metrics(const RunOutcome& out, std::vector<nas::CandidateResult>& results) {
+  for (nas::CandidateResult& r : results) {
+    for (const JobOutcome& j : out.jobs) {
+      if (j.plan.model.name != r.name || j.status != job_status::kDone) continue;
+      const double top1 = metric_value(j.metrics, "top1");
+      const double latency = metric_value(j.metrics, "latency_ms_median");
+      if (std::isfinite(top1)) r.top1 = top1;
+      if (std::isfinite(latency)) r.latency_ms = latency;
+    }
+  }
+}
+
+void write_point(json::Writer& w, const nas::CandidateResult& r, const nas::NasConfig& cfg) {
+  w.begin_object().field("name", r.name);
+  if (r.trial >= 0) w.field("trial", r.trial);
+  w.field("arch", r.arch).field("top1", r.top1).field("latency_ms", r.latency_ms).field("params", r.params);
+  w.field("size_bytes", r.size_bytes).field("model", r.xnn_path).field("onnx", r.onnx_path);
+  w.key("preprocess").begin_object().field("scale", 1.0 / 255.0).field("mean", static_cast<double>(cfg.recipe.mean));
+  w.field("std", static_cast<double>(cfg.recipe.std)).field("layout", "NCHW").end_object();
+  w.end_object();
+}
+
+// A front point dominates a baseline: at least its accuracy at no more latency, one strictly.
+bool dominates(const nas::CandidateResult& a, const nas::CandidateResult& b) {
+  return a.top1 >= b.top1 && a.latency_ms <= b.latency_ms && (a.top1 > b.top1 || a.latency_ms < b.latency_ms);
+}
+
+}  // namespace
+
+void add_nas_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("nas", "Black-box architecture search (random, evolution, TPE, NSGA-II) over a "
+                                        "MobileNet-like space: train, measure, export the Pareto front");
+  static std::string config_path, db_path = "xnn-lab.db";
+  static std::vector<std::string> overrides;
+  static bool as_json = false;
+  cmd->add_option("config", config_path, "NAS config (YAML), e.g. configs/nas/fmnist_evolution.yaml")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("overrides", overrides, "KEY.PATH=VALUE overrides, e.g. trials=5 train.epochs=1");
+  cmd->add_option("--db", db_path, "Results store (SQLite): the study, its trials and the measurement jobs")
+      ->capture_default_str();
+  cmd->add_flag("--json", as_json, "Print the final front and the baselines as JSON (progress goes to stderr)");
+  cmd->footer("An interrupted search resumes from the database: run the same command again.");
+  cmd->callback([&exit_code] {
+    const nas::NasConfig cfg = nas::load_nas_config(config_path, overrides);
+    Store store(db_path);
+    TargetSettings ts;
+    ts.name = cfg.latency.target;
+    ts.kind = cfg.latency.target;
+    ts.threads = cfg.latency.threads;
+    if (!target_registry().knows(ts.kind)) {
+      throw Error(config_path + ": latency.target '" + ts.kind + "' is not a known target kind");
+    }
+    std::unique_ptr<Target> target = target_registry().create(ts);
+    const nas::LatencyFn latency = nas::make_latency_fn(cfg.latency, target.get());
+    const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    std::fprintf(stderr, "nas %s: %s search, %d trials, output %s, db %s\n", cfg.name.c_str(), cfg.strategy.c_str(),
+                 cfg.trials, cfg.output_dir.c_str(), db_path.c_str());
+    nas::SearchResult result = nas::run_blackbox_search(cfg, store, latency, log);
+
+    // Measure the exported models through the harness.
+    const std::string experiment = nas::write_measurement_experiment(cfg, result, fs::absolute(db_path).string());
+    config::ExperimentConfig ecfg = config::load_experiment_config(experiment, {}, config_parse_options());
+    RunnerOptions opt;
+    opt.git_commit = build_commit();
+    opt.command_line = "xnn-lab nas " + config_path;
+    for (const auto& o : overrides) opt.command_line += " " + o;
+    std::ifstream f(experiment);
+    opt.config_text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    opt.log = log;
+    const RunOutcome out = run_experiment(ecfg, store, step_registry(), target_registry(), opt);
+    apply_job_metrics(out, result.front);
+    apply_job_metrics(out, result.baselines);
+
+    std::vector<std::string> dominated;
+    for (const nas::CandidateResult& b : result.baselines) {
+      for (const nas::CandidateResult& p : result.front) {
+        if (dominates(p, b)) {
+          dominated.push_back(b.name);
+          break;
+        }
+      }
+    }
+    if (as_json) {
+      json::Writer w;
+      w.begin_object().field("study", result.study).field("strategy", cfg.strategy).field("db", db_path);
+      w.field("run", out.run_id).field("complete", result.complete).field("pruned", result.pruned);
+      w.field("failed", result.failed).key("front").begin_array();
+      for (const auto& r : result.front) write_point(w, r, cfg);
+      w.end_array().key("baselines").begin_array();
+      for (const auto& r : result.baselines) write_point(w, r, cfg);
+      w.end_array().key("dominated_baselines").begin_array();
+      for (const auto& n : dominated) w.value(n);
+      w.end_array().end_object();
+      std::printf("%s\n", w.str().c_str());
+    } else {
+      std::printf("study %s: %d complete, %d pruned, %d failed; measured in run %s\n", result.study.c_str(),
+                  result.complete, result.pruned, result.failed, out.run_id.c_str());
+      std::printf("%-16s %8s %12s %10s  %s\n", "model", "top1", "latency_ms", "params", "file");
+      for (const auto* list : {&result.front, &result.baselines}) {
+        for (const auto& r : *list) {
+          std::printf("%-16s %7.2f%% %12.4f %10lld  %s\n", r.name.c_str(), 100 * r.top1, r.latency_ms,
+                      static_cast<long long>(r.params), r.xnn_path.c_str());
+        }
+      }
+      std::printf("baselines dominated by the front: %zu of %zu\n", dominated.size(), result.baselines.size());
+    }
+    exit_code = out.failed ? 1 : 0;
+  });
+}
+
+}  // namespace xnn::cli
