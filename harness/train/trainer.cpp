@@ -33,7 +33,8 @@ class Section {
  public:
   Section(const YAML::Node& node, std::string prefix, std::string file, std::vector<std::string> allowed)
       : node_(node), prefix_(std::move(prefix)), file_(std::move(file)) {
-    if (!node_) return;
+    // Absent or empty (`data:` with nothing under it, or a section of an absent parent): defaults.
+    if (!node_ || node_.IsNull()) return;
     if (!node_.IsMap()) throw Error(where(file_, node_) + ": '" + prefix_ + "' must be a mapping");
     for (const auto& kv : node_) {
       const std::string key = kv.first.as<std::string>();
