@@ -32,5 +32,7 @@ void add_quantize_command(CLI::App& app, int& exit_code);
 void add_prune_command(CLI::App& app, int& exit_code);  // cmd_prune.cpp
 void add_encode_command(CLI::App& app, int& exit_code);  // cmd_encode.cpp
 void add_study_command(CLI::App& app, int& exit_code);  // cmd_study.cpp
+void add_nas_command(CLI::App& app, int& exit_code);  // cmd_nas.cpp
+void add_compress_command(CLI::App& app, int& exit_code);  // cmd_compress.cpp
 
 }  // namespace xnn::cli

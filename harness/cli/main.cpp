@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   xnn::cli::add_prune_command(app, exit_code);
   xnn::cli::add_encode_command(app, exit_code);
   xnn::cli::add_study_command(app, exit_code);
+  xnn::cli::add_nas_command(app, exit_code);
+  xnn::cli::add_compress_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -3,6 +3,7 @@
 #include "harness/train/train_step.h"
 #include "harness/quantize/quantize_step.h"
 #include "harness/encode/encode_step.h"
+#include "harness/compress_recipe/compress_steps.h"
 #include "harness/sim/sim_target.h"
 
 namespace xnn::cli {
@@ -14,6 +15,7 @@ const StepRegistry& step_registry() {
     train::register_train_step(reg);
     ptq::register_quantize_step(reg);
     encode::register_encode_step(reg);
+    compress_recipe::register_compress_steps(reg);
     return reg;
   }();
   return r;
