@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "harness/config/experiment_config.h"
+#include "harness/config/yaml_section.h"
 #include "nas/search/aging_evolution.h"
 #include "nas/search/nsga2.h"
 #include "nas/search/random_search.h"
@@ -15,52 +16,8 @@ namespace fs = std::filesystem;
 namespace xnn::nas {
 namespace {
 
-std::string where(const std::string& file, const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  if (m.is_null()) return file;
-  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
-// Strict reading of one mapping: unknown keys are errors (with a did-you-mean), values must
-// have the expected type.
-class Section {
- public:
-  Section(const YAML::Node& node, std::string prefix, std::string file, std::vector<std::string> allowed)
-      : node_(node), prefix_(std::move(prefix)), file_(std::move(file)) {
-    if (!node_) return;
-    if (!node_.IsMap()) throw Error(where(file_, node_) + ": '" + prefix_ + "' must be a mapping");
-    for (const auto& kv : node_) {
-      const std::string key = kv.first.as<std::string>();
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      const std::string guess = config::did_you_mean(key, allowed);
-      throw Error(where(file_, kv.first) + ": unknown key '" + full(key) + "'" +
-                  (guess.empty() ? "" : " (did you mean '" + guess + "'?)") + "; expected one of: " + list);
-    }
-  }
-  bool has(const std::string& key) const { return node_ && node_.IsMap() && node_[key]; }
-  YAML::Node get(const std::string& key) const { return has(key) ? node_[key] : YAML::Node(); }
-  template <typename T>
-  void read(const std::string& key, T& out, const char* expected) const {
-    if (!has(key)) return;
-    const YAML::Node v = node_[key];
-    try {
-      if (!v.IsScalar()) throw YAML::Exception(v.Mark(), "not a scalar");
-      out = v.as<T>();
-    } catch (const YAML::Exception&) {
-      throw Error(where(file_, v) + ": '" + full(key) + "' must be " + expected);
-    }
-  }
-  [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
-    throw Error(where(file_, has(key) ? node_[key] : node_) + ": '" + full(key) + "' " + msg);
-  }
-  std::string full(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
-
- private:
-  YAML::Node node_;
-  std::string prefix_, file_;
-};
+using Section = config::YamlSection;
+std::string where(const std::string& file, const YAML::Node& n) { return config::yaml_where(file, n); }
 
 void check_one_of(const Section& s, const std::string& key, const std::string& value,
                   const std::vector<std::string>& allowed) {

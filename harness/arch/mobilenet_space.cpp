@@ -15,6 +15,7 @@
 #include "engine/format/file_io.h"
 #include "engine/format/xnn_format.h"
 #include "engine/runtime/graph_cost.h"
+#include "harness/config/yaml_section.h"
 
 namespace fs = std::filesystem;
 
@@ -24,11 +25,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // YAML helpers: every error names FILE:LINE:COL, the key and what was expected.
 
-std::string where(const std::string& file, const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  if (m.is_null()) return file;
-  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
+std::string where(const std::string& file, const YAML::Node& n) { return config::yaml_where(file, n); }
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;

@@ -7,6 +7,7 @@
 
 #include "engine/coding/symbol_stream.h"
 #include "engine/core/error.h"
+#include "harness/config/yaml_section.h"
 
 namespace xnn::compress_recipe {
 namespace {
@@ -161,11 +162,7 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-std::string where(const std::string& file, const YAML::Node& node) {
-  const YAML::Mark m = node.Mark();
-  if (m.is_null() || m.line < 0) return file;
-  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
+std::string where(const std::string& file, const YAML::Node& node) { return config::yaml_where(file, node); }
 
 const std::vector<std::string>& stage_kinds() {
   static const std::vector<std::string> k = {"prune", "finetune", "cluster", "quantize", "encode"};

@@ -4,15 +4,12 @@
 #include <random>
 
 #include "engine/core/error.h"
+#include "harness/config/yaml_section.h"
 
 namespace xnn::train {
 namespace {
 
-std::string where(const std::string& file, const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  if (m.is_null()) return file;
-  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
+std::string where(const std::string& file, const YAML::Node& n) { return config::yaml_where(file, n); }
 
 const std::vector<std::string> kBlockTypes = {"conv", "depthwise", "pointwise", "maxpool", "avgpool",
                                               "dropout", "gap", "flatten", "fc"};

@@ -16,58 +16,15 @@
 #include "engine/runtime/npy.h"
 #include "engine/train/training_session.h"
 #include "harness/config/experiment_config.h"
+#include "harness/config/yaml_section.h"
 
 namespace xnn::train {
 namespace fs = std::filesystem;
 namespace {
 
-std::string where(const std::string& file, const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  if (m.is_null()) return file;
-  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
-// Strict reading of one mapping: every key must be known (else an error naming the file, line,
-// key, the allowed keys and the likely typo), values must have the expected type.
-class Section {
- public:
-  Section(const YAML::Node& node, std::string prefix, std::string file, std::vector<std::string> allowed)
-      : node_(node), prefix_(std::move(prefix)), file_(std::move(file)) {
-    // Absent or empty (`data:` with nothing under it, or a section of an absent parent): defaults.
-    if (!node_ || node_.IsNull()) return;
-    if (!node_.IsMap()) throw Error(where(file_, node_) + ": '" + prefix_ + "' must be a mapping");
-    for (const auto& kv : node_) {
-      const std::string key = kv.first.as<std::string>();
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        const std::string guess = config::did_you_mean(key, allowed);
-        throw Error(where(file_, kv.first) + ": unknown key '" + full(key) + "'" +
-                    (guess.empty() ? "" : " (did you mean '" + guess + "'?)") + "; expected one of: " + list);
-      }
-    }
-  }
-  bool has(const std::string& key) const { return node_ && node_[key]; }
-  YAML::Node get(const std::string& key) const { return node_ ? node_[key] : YAML::Node(); }
-  template <typename T>
-  void read(const std::string& key, T& out, const char* expected) const {
-    if (!has(key)) return;
-    const YAML::Node v = node_[key];
-    try {
-      out = v.as<T>();
-    } catch (const YAML::Exception&) {
-      throw Error(where(file_, v) + ": '" + full(key) + "' must be " + expected);
-    }
-  }
-  [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
-    throw Error(where(file_, has(key) ? node_[key] : node_) + ": '" + full(key) + "' " + msg);
-  }
-  std::string full(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
-
- private:
-  YAML::Node node_;
-  std::string prefix_, file_;
-};
+using config::yaml_where;
+using Section = config::YamlSection;
+std::string where(const std::string& file, const YAML::Node& n) { return yaml_where(file, n); }
 
 std::string fmt(const char* f, double a) {
   char buf[64];
