@@ -260,6 +260,12 @@ class Exporter {
     std::vector<std::string> ins, outs;
     for (int i : n.inputs) ins.push_back(value_name(s.graph, i));
     for (int o : n.outputs) outs.push_back(value_name(s.graph, o));
+    if (n.domain.empty() && n.op_type == "HardSwish" && opset_ < kHardSwishOpset && ins.size() == 1 && outs.size() == 1) {
+      // A model that declares an older opset but uses HardSwish (our builders do): write the
+      // opset-13 form, x * HardSigmoid(x), as the fused epilogues do.
+      emit_activation(kernels::Activation{kernels::ActKind::kHardSwish}, ins[0], outs[0], n, s);
+      return;
+    }
     onnx::NodeProto& np = add_node(s, n.op_type, n.name, ins, outs);
     if (contrib) {
       np.set_domain(kContribDomain);

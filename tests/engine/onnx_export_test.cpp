@@ -690,6 +690,28 @@ void expect_fused_round_trip(int64_t opset) {
 }
 
 TEST(OnnxExport, FusedOpsAreDecomposedOpset13) { expect_fused_round_trip(13); }
+
+// A plain HardSwish node in a model that declares opset 13 (as our model builders do) is written
+// in its opset-13 form, so the checker accepts the file and it computes the same.
+TEST(OnnxExport, StandaloneHardSwishBeforeOpset14IsDecomposed) {
+  Model m;
+  m.opset = 13;
+  m.graph.name = "hswish";
+  Graph& g = m.graph;
+  const int x = g.add_value(typed_value("x", DType::kF32, {Dim::fixed(2), Dim::fixed(7)}));
+  g.inputs.push_back(x);
+  const int y = g.add_value(typed_value("y", DType::kF32, {Dim::fixed(2), Dim::fixed(7)}));
+  g.nodes.push_back(make_node("HardSwish", "hs", {x}, {y}));
+  g.outputs = {y};
+  std::mt19937 rng(3);
+  const std::map<std::string, Tensor> inputs{{"x", random_tensor(rng, {2, 7}, -5.0f, 5.0f)}};
+  const std::string bytes = export_onnx_bytes(m);  // runs the checker
+  const onnx::ModelProto proto = parse(bytes);
+  std::multiset<std::string> ops;
+  for (const auto& n : proto.graph().node()) ops.insert(n.op_type());
+  EXPECT_EQ(ops, (std::multiset<std::string>{"HardSigmoid", "Mul"}));
+  expect_near(run_model(reimport(bytes), inputs), run_model(m, inputs), 1e-6);
+}
 TEST(OnnxExport, FusedOpsAreDecomposedOpset14) { expect_fused_round_trip(14); }
 
 // The real path: a model imported, optimised (BatchNorm folded, residual adds and activations
