@@ -4,32 +4,10 @@
 # `infer` on the same model; policy fallbacks with protected models and keys), and refusals of
 # corrupt / truncated bundles.
 # Usage: bundle_test.sh XNN_LAB_BINARY SOURCE_DIR
-set -uo pipefail
 XNN=$1
 SRC=$2
-PY=/usr/bin/python3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); echo "ok    $name"; else failed=$((failed + 1)); echo "FAIL  $name"; fi
-}
-# run_expect NAME EXPECTED_EXIT PATTERN CMD... : exit code and a stderr/stdout pattern.
-run_expect() {
-  local name=$1 want=$2 pattern=$3
-  shift 3
-  "$@" >"$work/out.txt" 2>&1
-  local got=$?
-  if [ "$got" -eq "$want" ] && grep -qE -- "$pattern" "$work/out.txt"; then
-    passed=$((passed + 1)); echo "ok    $name"
-  else
-    failed=$((failed + 1)); echo "FAIL  $name (exit $got, want $want; pattern '$pattern')"; sed 's/^/      /' "$work/out.txt" | head -20
-  fi
-}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 # json_check NAME FILE PYTHON_EXPRESSION : the expression over `d` (the parsed JSON) is true.
 json_check() {
   local name=$1 file=$2 expr=$3
@@ -178,5 +156,4 @@ run_expect "missing manifest file" 1 "missing.yaml: cannot open bundle manifest"
 run_expect "bundle --help lists the subcommands" 0 "create.*" "$XNN" bundle --help
 check "bundle --help names inspect and run" bash -c "'$XNN' bundle --help | grep -q inspect && '$XNN' bundle --help | grep -q run"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

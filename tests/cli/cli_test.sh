@@ -2,32 +2,10 @@
 # End-to-end tests of the xnn-lab CLI: convert / inspect / infer on a real torchvision export,
 # and the bad-input contract (clear message naming the thing at fault, non-zero exit, no crash).
 # Usage: cli_test.sh XNN_LAB_BINARY FIXTURE_DIR
-set -uo pipefail
 XNN=$1
 FIX=$2
-PY=/usr/bin/python3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); echo "ok    $name"; else failed=$((failed + 1)); echo "FAIL  $name"; fi
-}
-# run_expect NAME EXPECTED_EXIT PATTERN CMD... : exit code and a stderr/stdout pattern.
-run_expect() {
-  local name=$1 want=$2 pattern=$3
-  shift 3
-  "$@" >"$work/out.txt" 2>&1
-  local got=$?
-  if [ "$got" -eq "$want" ] && grep -qE -- "$pattern" "$work/out.txt"; then
-    passed=$((passed + 1)); echo "ok    $name"
-  else
-    failed=$((failed + 1)); echo "FAIL  $name (exit $got, want $want; pattern '$pattern')"; sed 's/^/      /' "$work/out.txt" | head -20
-  fi
-}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 model=$FIX/squeezenet1_1.onnx
 [ -f "$model" ] || { echo "FAIL  fixture $model missing"; echo "0 passed, 1 failed"; exit 1; }
@@ -106,5 +84,4 @@ run_expect "unsupported ops: second type too" 1 "Shrink: node 'shrink'" "$XNN" c
 run_expect "usage error" 2 "required" "$XNN" infer
 run_expect "--help" 0 "Usage" "$XNN" convert --help
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -2,32 +2,10 @@
 # End-to-end tests of model protection: `xnn-lab protect` (AES-256-GCM), --key-file on
 # infer / bench / eval / inspect, and the refusals (no key, wrong key, modified file, bad key file).
 # Usage: protect_test.sh XNN_LAB_BINARY SOURCE_DIR
-set -uo pipefail
 XNN=$1
 SRC=$2
-PY=/usr/bin/python3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); echo "ok    $name"; else failed=$((failed + 1)); echo "FAIL  $name"; fi
-}
-# run_expect NAME EXPECTED_EXIT PATTERN CMD... : exit code and a stderr/stdout pattern.
-run_expect() {
-  local name=$1 want=$2 pattern=$3
-  shift 3
-  "$@" >"$work/out.txt" 2>&1
-  local got=$?
-  if [ "$got" -eq "$want" ] && grep -qE -- "$pattern" "$work/out.txt"; then
-    passed=$((passed + 1)); echo "ok    $name"
-  else
-    failed=$((failed + 1)); echo "FAIL  $name (exit $got, want $want; pattern '$pattern')"; sed 's/^/      /' "$work/out.txt" | head -20
-  fi
-}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 cnn=$SRC/configs/models/fmnist_cnn.onnx
 [ -f "$cnn" ] || { echo "FAIL  model $cnn missing"; echo "0 passed, 1 failed"; exit 1; }
@@ -111,5 +89,4 @@ assert a['top1']==b['top1']==c['top1'] and a['top5']==b['top5']==c['top5'], (a,b
 run_expect "eval without key" 1 "is protected: pass --key-file" ev "$work/models/w.xnn"
 run_expect "eval wrong key" 1 "authentication failed: wrong key or the file was modified" ev "$work/models/w.xnn" --key-file "$work/keys/other.key"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
