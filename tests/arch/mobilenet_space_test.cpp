@@ -3,6 +3,7 @@
 #include "harness/arch/mobilenet_space.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -137,7 +138,7 @@ TEST(ArchSpaceParse, FileErrorsNameTheFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/space.yaml"), std::string::npos) << e.what();
   }
-  const std::string path = (std::filesystem::temp_directory_path() / "arch_bad_space.yaml").string();
+  const std::string path = (std::filesystem::temp_directory_path() / ("arch_bad_space_" + std::to_string(::getpid()) + ".yaml")).string();
   std::ofstream(path) << "input: [3, 32, 32\nstages: {\n";
   try {
     load_search_space(path);

@@ -3,6 +3,7 @@
 // PyTorch's within 1e-4 relative to the output's largest magnitude — through ONNX import and
 // through the .xnn round trip.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -53,7 +54,7 @@ TEST_P(TorchvisionModel, MatchesPyTorchThroughOnnxAndXnn) {
   const double onnx_err = relative_error(out[0], expected);
   EXPECT_LE(onnx_err, 1e-4) << name << " via ONNX";
 
-  const std::string xnn_path = (std::filesystem::temp_directory_path() / (name + "_test.xnn")).string();
+  const std::string xnn_path = (std::filesystem::temp_directory_path() / (name + "_test_" + std::to_string(::getpid()) + ".xnn")).string();
   save_xnn(*from_onnx, xnn_path);
   Session xnn_session(std::make_shared<Model>(load_xnn(xnn_path)));
   std::vector<Tensor> out2 = xnn_session.run({{in_name, input}});

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <random>
 
+#include <unistd.h>
+
 #include "engine/core/error.h"
 #include "nas/blackbox_search.h"
 #include "harness/predict/latency_predictor.h"
@@ -21,9 +23,24 @@ namespace {
 
 const fs::path kConfigs = fs::path(XNN_SOURCE_DIR) / "configs";
 
-// Writes `text` as a config beside the real ones (so relative space paths resolve) and loads it.
+// A directory of this process's own: ctest runs each test case as its own process in parallel,
+// so a shared file name would let one case read another's half-written config.
+struct OwnTempDir {
+  fs::path path = fs::temp_directory_path() / ("nas_config_test_" + std::to_string(::getpid()));
+  OwnTempDir() { fs::create_directories(path); }
+  ~OwnTempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+fs::path own_temp_dir() {
+  static const OwnTempDir dir;
+  return dir.path;
+}
+
+// Writes `text` as a config and loads it (space paths in the tests are absolute).
 NasConfig load_text(const std::string& text, const std::string& stem = "nas_config_test_tmp") {
-  const fs::path path = fs::temp_directory_path() / (stem + ".yaml");
+  const fs::path path = own_temp_dir() / (stem + ".yaml");
   std::ofstream(path) << text;
   return load_nas_config(path.string());
 }
@@ -182,7 +199,7 @@ TEST(BlackboxSearch, TrainAndMeasureReportsEpochsAndPrunes) {
                                                "data: {train_limit: 128, test_limit: 64, batch_size: 32}}\n");
   std::mt19937_64 rng(1);
   const arch::Arch a = arch::sample_arch(c.space, rng);
-  const fs::path dir = fs::temp_directory_path() / "nas_config_test_candidate";
+  const fs::path dir = own_temp_dir() / "candidate";
   fs::remove_all(dir);
   const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e6; };
 
@@ -218,7 +235,7 @@ TEST(BlackboxSearch, TrainAndMeasureReportsEpochsAndPrunes) {
 // is proportional to their work, so a bigger model predicts slower.
 TEST(BlackboxSearch, PredictedLatencyUsesThePredictorFile) {
   const NasConfig space_only = load_text(space_line());
-  const fs::path dir = fs::temp_directory_path() / "nas_config_test_predictor";
+  const fs::path dir = own_temp_dir() / "predictor";
   fs::remove_all(dir);
   const std::vector<arch::GeneratedArch> models = arch::generate_arch_models(space_only.space, 12, 5, dir.string());
   std::vector<predict::CalibrationModel> calibration;
