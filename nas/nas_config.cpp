@@ -136,15 +136,28 @@ const std::vector<std::string>& tunable_hyperparameters() {
   return names;
 }
 
+const std::vector<std::string>& search_methods() {
+  static const std::vector<std::string> methods{"blackbox", "oneshot", "darts"};
+  return methods;
+}
+
 NasConfig parse_nas_config(const YAML::Node& root, const std::string& file) {
   NasConfig c;
   c.file = fs::absolute(file).lexically_normal().string();
   const fs::path base = fs::path(c.file).parent_path();
   if (!root.IsMap()) throw Error(file + ": a NAS config must be a YAML mapping");
   Section top(root, "", file,
-              {"name", "seed", "trials", "strategy", "pruner", "space", "hyperparameters", "train", "objectives",
-               "constraints", "latency", "baselines", "output"});
+              {"name", "method", "oneshot", "darts", "seed", "trials", "strategy", "pruner", "space",
+               "hyperparameters", "train", "objectives", "constraints", "latency", "baselines", "output"});
   top.read("name", c.name, "a string");
+  top.read("method", c.method, "blackbox, oneshot or darts");
+  check_one_of(top, "method", c.method, search_methods());
+  for (const std::string section : {"oneshot", "darts"}) {
+    if (!top.has(section)) continue;
+    if (section != c.method) top.fail(section, "is read only with 'method: " + section + "' (method is " + c.method + ")");
+    if (!top.get(section).IsMap()) top.fail(section, "must be a mapping");
+    c.method_options = top.get(section);
+  }
   if (c.name.empty()) c.name = fs::path(file).stem().string();
   top.read("seed", c.seed, "a non-negative integer");
   top.read("trials", c.trials, "an integer >= 1");

@@ -58,9 +58,17 @@ struct BaselineSpec {
   std::string location;
 };
 
+// How the search runs: black-box trials (each candidate trained from scratch), one-shot (a
+// weight-sharing supernet trained with single-path sampling, subnets searched with inherited
+// weights) or differentiable (DARTS-style architecture weights). One-shot and differentiable
+// searches read their own section ("oneshot:" / "darts:"), kept here unparsed with its marks.
+const std::vector<std::string>& search_methods();  // blackbox, oneshot, darts
+
 struct NasConfig {
   std::string name;  // study name; default the file's stem
   std::string file;  // absolute path of the config
+  std::string method = "blackbox";     // one of search_methods()
+  YAML::Node method_options;           // the "oneshot:" or "darts:" section (null when absent)
   uint64_t seed = 0;
   int trials = 20;
   std::string strategy = "evolution";  // random | evolution | tpe | nsga2

@@ -49,11 +49,19 @@ bool dominates(const nas::CandidateResult& a, const nas::CandidateResult& b) {
   return a.top1 >= b.top1 && a.latency_ms <= b.latency_ms && (a.top1 > b.top1 || a.latency_ms < b.latency_ms);
 }
 
+// The search the config's `method` names. Each method returns the same SearchResult (front and
+// baselines exported), so measuring, printing and --json below are shared.
+nas::SearchResult run_search(const nas::NasConfig& cfg, Store& store, const nas::LatencyFn& latency,
+                             const train::ProgressFn& log) {
+  if (cfg.method == "blackbox") return nas::run_blackbox_search(cfg, store, latency, log);
+  throw Error(cfg.file + ": method '" + cfg.method + "' is not available in this build of xnn-lab");
+}
+
 }  // namespace
 
 void add_nas_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("nas", "Black-box architecture search (random, evolution, TPE, NSGA-II) over a "
-                                        "MobileNet-like space: train, measure, export the Pareto front");
+  auto* cmd = app.add_subcommand("nas", "Architecture search over a MobileNet-like space (method: blackbox = random, evolution, "
+                                        "TPE, NSGA-II): train, measure, export the Pareto front");
   static std::string config_path, db_path = "xnn-lab.db";
   static std::vector<std::string> overrides;
   static bool as_json = false;
@@ -78,9 +86,14 @@ void add_nas_command(CLI::App& app, int& exit_code) {
     std::unique_ptr<Target> target = target_registry().create(ts);
     const nas::LatencyFn latency = nas::make_latency_fn(cfg.latency, target.get());
     const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-    std::fprintf(stderr, "nas %s: %s search, %d trials, output %s, db %s\n", cfg.name.c_str(), cfg.strategy.c_str(),
-                 cfg.trials, cfg.output_dir.c_str(), db_path.c_str());
-    nas::SearchResult result = nas::run_blackbox_search(cfg, store, latency, log);
+    if (cfg.method == "blackbox") {
+      std::fprintf(stderr, "nas %s: %s search, %d trials, output %s, db %s\n", cfg.name.c_str(), cfg.strategy.c_str(),
+                   cfg.trials, cfg.output_dir.c_str(), db_path.c_str());
+    } else {
+      std::fprintf(stderr, "nas %s: %s search, output %s, db %s\n", cfg.name.c_str(), cfg.method.c_str(),
+                   cfg.output_dir.c_str(), db_path.c_str());
+    }
+    nas::SearchResult result = run_search(cfg, store, latency, log);
 
     // Measure the exported models through the harness.
     const std::string experiment = nas::write_measurement_experiment(cfg, result, fs::absolute(db_path).string());

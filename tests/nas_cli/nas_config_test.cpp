@@ -84,6 +84,20 @@ TEST(NasConfig, LoadsTheShippedConfigs) {
   EXPECT_NE(make_pruner(full), nullptr);
 }
 
+TEST(NasConfig, MethodAndItsSection) {
+  EXPECT_EQ(load_text(space_line()).method, "blackbox");
+  const NasConfig c = load_text(space_line() + "method: oneshot\noneshot: {supernet_epochs: 2}\n");
+  EXPECT_EQ(c.method, "oneshot");
+  ASSERT_TRUE(c.method_options.IsMap());
+  EXPECT_EQ(c.method_options["supernet_epochs"].as<int>(), 2);
+
+  std::string e = error_of(space_line() + "method: dart\n");
+  EXPECT_NE(e.find("did you mean 'darts'"), std::string::npos) << e;
+  e = error_of(space_line() + "darts: {epochs: 1}\n");
+  EXPECT_NE(e.find("'method: darts'"), std::string::npos) << e;
+  EXPECT_NE(e.find(":2:8"), std::string::npos) << e;
+}
+
 TEST(NasConfig, OverridesApply) {
   const NasConfig c = load_nas_config((kConfigs / "nas/fmnist_evolution_ci.yaml").string(),
                                       {"trials=7", "train.epochs=2", "strategy=random"});
