@@ -1,18 +1,9 @@
 #include <immintrin.h>
 
+#include "engine/kernels/avx2_reduce.h"
 #include "engine/kernels/gemv.h"
 
 namespace xnn::kernels {
-namespace {
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-}  // namespace
 
 // Four rows at a time share each load of x; 8 lanes along k, scalar tail.
 void f32_gemv_rows__avx2(int64_t r0, int64_t r1, int64_t k, const float* w, int64_t ldw, const float* x, float* y) {

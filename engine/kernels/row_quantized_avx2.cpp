@@ -1,17 +1,11 @@
 // AVX2 dots of float activations with 4/8-bit weight codes, 16 codes widened to floats at a time.
 #include <immintrin.h>
 
+#include "engine/kernels/avx2_reduce.h"
 #include "engine/kernels/row_quantized.h"
 
 namespace xnn::kernels {
 namespace {
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Codes k..k+15 of a row as two vectors of 8 floats.
 template <int Bits>

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "engine/kernels/avx2_reduce.h"
 #include "engine/kernels/spmm.h"
 
 namespace xnn::kernels {
@@ -82,13 +83,6 @@ void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c, int64_
     }
     if (!in_register) apply_activation(yr, width, ep.act, Isa::kAvx2);
   }
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 }  // namespace
