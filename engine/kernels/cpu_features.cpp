@@ -59,6 +59,15 @@ Isa best_isa() {
   return isa;
 }
 
+bool avx_vnni_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("XNN_ISA");
+    const bool capped = env && (std::string(env) == "avx2" || std::string(env) == "scalar");
+    return !capped && best_isa() == Isa::kAvx2 && cpu_features().avx_vnni;
+  }();
+  return enabled;
+}
+
 std::string_view isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "scalar"; }
 
 }  // namespace xnn::kernels

@@ -81,6 +81,9 @@ XNN_QGEMM_UKERNEL(qs8_gemm_6x16c2__scalar) {
 XNN_QGEMM_UKERNEL(qs8_gemm_4x16c4__scalar) {
   qgemm_scalar<kAvx2C4Mr, kAvx2Nr, 4, int8_t, uint8_t>(mr, nr, groups, w, x, p, y, ldy);
 }
+XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__scalar) {
+  qgemm_scalar<kVnniMr, kAvx2Nr, 4, int8_t, uint8_t>(mr, nr, groups, w, x, p, y, ldy);
+}
 XNN_QPACK_X(qs8_pack_x_8c2__scalar) { pack_x_scalar<kScalarNr, 2, int16_t>(x, ldx, k, j0, nc, dst); }
 XNN_QPACK_X(qs8_pack_x_16c2__scalar) { pack_x_scalar<kAvx2Nr, 2, int16_t>(x, ldx, k, j0, nc, dst); }
 XNN_QPACK_X(qs8_pack_x_16c4__scalar) { pack_x_scalar<kAvx2Nr, 4, uint8_t>(x, ldx, k, j0, nc, dst); }
@@ -91,7 +94,7 @@ namespace {
 using internal::QGemmKernelSet;
 using internal::QTileParams;
 
-enum class Layout { kScalarC2, kAvx2C2, kAvx2C4 };
+enum class Layout { kScalarC2, kAvx2C2, kAvx2C4, kVnniC4 };
 
 const QGemmKernelSet& kernels_for(Layout layout) {
   static const QGemmKernelSet scalar_c2 = {.mr = internal::kScalarMr, .nr = internal::kScalarNr, .ku = 2,
@@ -117,10 +120,20 @@ const QGemmKernelSet& kernels_for(Layout layout) {
                                                 .elem_bytes = 1, .main = internal::qs8_gemm_4x16c4__scalar,
                                                 .narrow = nullptr, .pack_x = internal::qs8_pack_x_16c4__scalar,
                                                 .name = "qs8_gemm_4x16c4__scalar"};
+  static const QGemmKernelSet vnni_c4 = {.mr = internal::kVnniMr, .nr = internal::kAvx2Nr, .ku = 4,
+                                         .elem_bytes = 1, .main = internal::qs8_gemm_6x16c4__avxvnni,
+                                         .narrow = internal::qs8_gemm_6x8c4__avxvnni,
+                                         .pack_x = internal::qs8_pack_x_16c4__avx2,
+                                         .name = "qs8_gemm_6x16c4__avxvnni"};
+  static const QGemmKernelSet vnni_c4_layout = {.mr = internal::kVnniMr, .nr = internal::kAvx2Nr, .ku = 4,
+                                                .elem_bytes = 1, .main = internal::qs8_gemm_6x16c4__scalar,
+                                                .narrow = nullptr, .pack_x = internal::qs8_pack_x_16c4__scalar,
+                                                .name = "qs8_gemm_6x16c4__scalar"};
   const bool avx2 = isa_supported(Isa::kAvx2);
   switch (layout) {
     case Layout::kAvx2C2: return avx2 ? avx2_c2 : avx2_c2_layout;
     case Layout::kAvx2C4: return avx2 ? avx2_c4 : avx2_c4_layout;
+    case Layout::kVnniC4: return avx2 && cpu_features().avx_vnni ? vnni_c4 : vnni_c4_layout;
     default: return scalar_c2;
   }
 }
@@ -267,7 +280,8 @@ int64_t qs8_gemm_max_depth(int64_t max_abs_bias) {
   return (std::numeric_limits<int32_t>::max() - max_abs_bias) / kMaxProduct;
 }
 
-PackedQs8Weights::PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias, Isa isa)
+PackedQs8Weights::PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias, Isa isa,
+                                   bool use_vnni)
     : m_(m), k_(k), isa_(isa) {
   XNN_CHECK(m >= 0 && k >= 0, "PackedQs8Weights: negative size " + std::to_string(m) + "x" + std::to_string(k));
   XNN_CHECK(m * k == 0 || w, "PackedQs8Weights: null weights");
@@ -280,7 +294,11 @@ PackedQs8Weights::PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_
                   std::to_string(k) + ") can overflow the int32 accumulator: expected |bias| + 32640·K < 2^31");
   }
   Layout layout = Layout::kScalarC2;
-  if (isa == Isa::kAvx2) layout = qs8_weights_fit_maddubs(m, k, w, ldw) ? Layout::kAvx2C4 : Layout::kAvx2C2;
+  if (isa == Isa::kAvx2 && use_vnni && cpu_features().avx_vnni) {
+    layout = Layout::kVnniC4;
+  } else if (isa == Isa::kAvx2) {
+    layout = qs8_weights_fit_maddubs(m, k, w, ldw) ? Layout::kAvx2C4 : Layout::kAvx2C2;
+  }
   ks_ = &kernels_for(layout);
 
   const int64_t panels = ceil_div(m, ks_->mr), padded_m = panels * ks_->mr;

@@ -57,6 +57,12 @@ XNN_QGEMM_UKERNEL(qs8_gemm_4x8c4__avx2);
 XNN_QPACK_X(qs8_pack_x_16c2__avx2);
 XNN_QPACK_X(qs8_pack_x_16c4__avx2);
 
+// AVX-VNNI (qgemm_avxvnni.cpp; call only when avx_vnni_enabled()): the c4 layout with 6-row
+// weight panels, any int8 weights; X panels packed by qs8_pack_x_16c4__avx2.
+inline constexpr int kVnniMr = 6;
+XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__avxvnni);
+XNN_QGEMM_UKERNEL(qs8_gemm_6x8c4__avxvnni);
+
 // Scalar (qgemm.cpp): 4x8c2 is the scalar ISA's layout; the others run AVX2-packed weights on a
 // CPU without AVX2, on the same layouts.
 inline constexpr int kScalarMr = 4;
@@ -64,6 +70,7 @@ inline constexpr int kScalarNr = 8;
 XNN_QGEMM_UKERNEL(qs8_gemm_4x8c2__scalar);
 XNN_QGEMM_UKERNEL(qs8_gemm_6x16c2__scalar);
 XNN_QGEMM_UKERNEL(qs8_gemm_4x16c4__scalar);
+XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__scalar);
 XNN_QPACK_X(qs8_pack_x_8c2__scalar);
 XNN_QPACK_X(qs8_pack_x_16c2__scalar);
 XNN_QPACK_X(qs8_pack_x_16c4__scalar);

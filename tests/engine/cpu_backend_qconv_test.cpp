@@ -231,12 +231,20 @@ TEST(CpuBackendQConv, AlgorithmRuleNamesTheMicroKernels) {
   QConvCase dil;
   dil.group = dil.cin = dil.cout = 8, dil.h = dil.w = 12, dil.k = 3, dil.dilation = 2, dil.pad = 2;
   EXPECT_EQ(kernel_of(dil).rfind("qs8_conv_im2col+qs8_gemm_", 0), 0u);
-  // 1x1 stride 1 -> GEMM on the input as is; 7-bit weights take the vpmaddubsw path on AVX2.
+  // 1x1 stride 1 -> GEMM on the input as is; 7-bit weights take the vpmaddubsw path on AVX2;
+  // with AVX-VNNI every weight matrix takes vpdpbusd.
   QConvCase pw;
   pw.cin = 32, pw.cout = 24, pw.h = pw.w = 9;
-  EXPECT_EQ(kernel_of(pw), avx2 ? "qs8_conv_1x1+qs8_gemm_6x16c2__avx2" : "qs8_conv_1x1+qs8_gemm_4x8c2__scalar");
+  const bool vnni = kernels::avx_vnni_enabled();
+  const std::string full = vnni ? "qs8_conv_1x1+qs8_gemm_6x16c4__avxvnni"
+                           : avx2 ? "qs8_conv_1x1+qs8_gemm_6x16c2__avx2"
+                                  : "qs8_conv_1x1+qs8_gemm_4x8c2__scalar";
+  const std::string seven = vnni ? "qs8_conv_1x1+qs8_gemm_6x16c4__avxvnni"
+                            : avx2 ? "qs8_conv_1x1+qs8_gemm_4x16c4__avx2"
+                                   : "qs8_conv_1x1+qs8_gemm_4x8c2__scalar";
+  EXPECT_EQ(kernel_of(pw), full);
   pw.seven_bit = true;
-  EXPECT_EQ(kernel_of(pw), avx2 ? "qs8_conv_1x1+qs8_gemm_4x16c4__avx2" : "qs8_conv_1x1+qs8_gemm_4x8c2__scalar");
+  EXPECT_EQ(kernel_of(pw), seven);
   // Strided 3x3 -> im2col + GEMM.
   QConvCase s2;
   s2.cin = 16, s2.cout = 32, s2.h = s2.w = 15, s2.k = 3, s2.stride = 2, s2.pad = 1;

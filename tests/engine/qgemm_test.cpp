@@ -87,8 +87,17 @@ Problem random_problem(std::mt19937& rng, int64_t m, int64_t n, int64_t k, int w
   return p;
 }
 
-std::vector<uint8_t> run_packed(const Problem& p, Isa isa, ThreadPool* pool = nullptr, std::string* kernel = nullptr) {
-  const PackedQs8Weights packed(p.m, p.k, p.w.data(), p.ldw, p.bias.empty() ? nullptr : p.bias.data(), isa);
+// A packed path: the ISA, and on AVX2 whether the AVX-VNNI kernel may be taken.
+struct QGemmPath {
+  Isa isa;
+  bool vnni;
+  const char* name;
+};
+
+std::vector<uint8_t> run_packed(const Problem& p, const QGemmPath& path, ThreadPool* pool = nullptr,
+                                std::string* kernel = nullptr) {
+  const PackedQs8Weights packed(p.m, p.k, p.w.data(), p.ldw, p.bias.empty() ? nullptr : p.bias.data(), path.isa,
+                                path.vnni);
   if (kernel) *kernel = packed.kernel_name();
   std::vector<uint8_t> y(p.want.size(), 0);
   qs8_gemm(packed, p.n, p.x.data(), p.ldx, p.x_zp, p.rq, y.data(), p.ldy, pool);
@@ -216,12 +225,15 @@ TEST(QGemmReference, RejectsAccumulatorOverflow) {
 
 // ---- packed paths ----------------------------------------------------------------------------
 
-class QGemmIsaTest : public ::testing::TestWithParam<Isa> {
+class QGemmIsaTest : public ::testing::TestWithParam<QGemmPath> {
  protected:
   void SetUp() override {
-    if (!isa_supported(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not supported on this CPU";
+    if (!isa_supported(isa())) GTEST_SKIP() << isa_name(isa()) << " not supported on this CPU";
+    if (vnni() && !cpu_features().avx_vnni) GTEST_SKIP() << "AVX-VNNI not supported on this CPU";
   }
-  Isa isa() const { return GetParam(); }
+  const QGemmPath& path() const { return GetParam(); }
+  Isa isa() const { return GetParam().isa; }
+  bool vnni() const { return GetParam().vnni; }
 };
 
 // Sizes around MR (4, 6), NR (8, 16), the narrow kernel (<= 8 columns), K odd / not a multiple of
@@ -235,7 +247,7 @@ TEST_P(QGemmIsaTest, MatchesReferenceOverSizeCube) {
         for (int64_t k : sizes) {
           Problem p = seven_bit ? random_problem(rng, m, n, k, -64, 64) : random_problem(rng, m, n, k);
           std::string kernel;
-          const std::vector<uint8_t> y = run_packed(p, isa(), nullptr, &kernel);
+          const std::vector<uint8_t> y = run_packed(p, path(), nullptr, &kernel);
           expect_same(p, y, kernel);
           if (HasFatalFailure()) return;
         }
@@ -249,9 +261,12 @@ TEST_P(QGemmIsaTest, ChoosesMaddubsOnlyForSaturationFreeWeights) {
   Problem full = random_problem(rng, 8, 8, 64);
   Problem seven = random_problem(rng, 8, 8, 64, -64, 64);
   std::string k_full, k_seven;
-  run_packed(full, isa(), nullptr, &k_full);
-  run_packed(seven, isa(), nullptr, &k_seven);
-  if (isa() == Isa::kAvx2) {
+  run_packed(full, path(), nullptr, &k_full);
+  run_packed(seven, path(), nullptr, &k_seven);
+  if (vnni()) {  // vpdpbusd cannot saturate: every weight matrix takes it
+    EXPECT_EQ(k_full, "qs8_gemm_6x16c4__avxvnni");
+    EXPECT_EQ(k_seven, "qs8_gemm_6x16c4__avxvnni");
+  } else if (isa() == Isa::kAvx2) {
     EXPECT_EQ(k_full, "qs8_gemm_6x16c2__avx2");
     EXPECT_EQ(k_seven, "qs8_gemm_4x16c4__avx2");
   } else {
@@ -278,7 +293,7 @@ TEST_P(QGemmIsaTest, ExtremeValuesAreExact) {
           p.mult.assign(static_cast<size_t>(p.m), 100.0f / (128.0f * 255.0f * static_cast<float>(k)));
           p.rq.zero_point = 128;
           p.finish();
-          expect_same(p, run_packed(p, isa()), "extreme");
+          expect_same(p, run_packed(p, path()), "extreme");
           if (HasFatalFailure()) return;
         }
       }
@@ -306,8 +321,8 @@ TEST_P(QGemmIsaTest, MaddubsBoundaryWeightsAreExact) {
       p.finish();
       ASSERT_TRUE(qs8_weights_fit_maddubs(p.m, p.k, p.w.data(), p.ldw));
       std::string kernel;
-      expect_same(p, run_packed(p, isa(), nullptr, &kernel), kernel);
-      if (isa() == Isa::kAvx2) {
+      expect_same(p, run_packed(p, path(), nullptr, &kernel), kernel);
+      if (isa() == Isa::kAvx2 && !vnni()) {
         EXPECT_EQ(kernel, "qs8_gemm_4x16c4__avx2");
       }
       if (HasFatalFailure()) return;
@@ -321,7 +336,7 @@ TEST_P(QGemmIsaTest, DeepKSpansColumnBlocks) {
   for (int64_t k : {2304, 4608}) {
     for (bool seven_bit : {false, true}) {
       Problem p = seven_bit ? random_problem(rng, 7, 300, k, -64, 64) : random_problem(rng, 7, 300, k);
-      expect_same(p, run_packed(p, isa()), "deep K");
+      expect_same(p, run_packed(p, path()), "deep K");
       if (HasFatalFailure()) return;
     }
   }
@@ -342,7 +357,7 @@ TEST_P(QGemmIsaTest, RowStridesLeaveGapsUntouched) {
       p.x_zp = 3;
       p.rq.zero_point = 250;
       p.finish();
-      const PackedQs8Weights packed(p.m, p.k, p.w.data(), p.ldw, p.bias.data(), isa());
+      const PackedQs8Weights packed(p.m, p.k, p.w.data(), p.ldw, p.bias.data(), isa(), vnni());
       std::vector<uint8_t> y(static_cast<size_t>((m - 1) * p.ldy + n + 16), kSentinel);
       qs8_gemm(packed, n, p.x.data(), p.ldx, p.x_zp, p.rq, y.data(), p.ldy, nullptr);
       expect_same(p, y, "strided");
@@ -364,7 +379,7 @@ TEST_P(QGemmIsaTest, TwoThreadsMatchReference) {
   for (const auto& s : shapes) {
     for (bool seven_bit : {false, true}) {
       Problem p = seven_bit ? random_problem(rng, s[0], s[1], s[2], -64, 64) : random_problem(rng, s[0], s[1], s[2]);
-      expect_same(p, run_packed(p, isa(), &pool), "2 threads");
+      expect_same(p, run_packed(p, path(), &pool), "2 threads");
       if (HasFatalFailure()) return;
     }
   }
@@ -379,13 +394,15 @@ TEST_P(QGemmIsaTest, NoBiasEmptyKAndTies) {
     p.bias.clear();
     for (size_t i = 0; i < p.mult.size(); ++i) p.mult[i] = i % 2 ? 0.5f : 0.125f / 64;
     p.finish();
-    expect_same(p, run_packed(p, isa()), "ties");
+    expect_same(p, run_packed(p, path()), "ties");
     if (HasFatalFailure()) return;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(QGemm, QGemmIsaTest, ::testing::Values(Isa::kScalar, Isa::kAvx2),
-                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(QGemm, QGemmIsaTest,
+                         ::testing::Values(QGemmPath{Isa::kScalar, false, "scalar"}, QGemmPath{Isa::kAvx2, false, "avx2"},
+                                           QGemmPath{Isa::kAvx2, true, "avxvnni"}),
+                         [](const ::testing::TestParamInfo<QGemmPath>& info) { return std::string(info.param.name); });
 
 // Scalar and AVX2 packings of the same problem agree with each other, byte for byte, also when
 // AVX2-packed weights run through the scalar kernels of the same layout.
@@ -396,7 +413,9 @@ TEST(QGemmCrossIsa, ScalarAndAvx2AreBitExact) {
     std::uniform_int_distribution<int64_t> size(1, 70);
     Problem p = (i % 2) ? random_problem(rng, size(rng), size(rng), size(rng) * 3)
                         : random_problem(rng, size(rng), size(rng), size(rng) * 3, -64, 64);
-    EXPECT_EQ(run_packed(p, Isa::kScalar), run_packed(p, Isa::kAvx2)) << "problem " << i;
+    const std::vector<uint8_t> scalar = run_packed(p, {Isa::kScalar, false, "scalar"});
+    EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, false, "avx2"})) << "problem " << i;
+    if (cpu_features().avx_vnni) EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, true, "avxvnni"})) << "problem " << i;
   }
 }
 
