@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""Row-wise weight-only quantisation of embedding tables, measured on a downstream metric.
+"""Weight-only quantisation of embedding tables (row-wise and k-means codebook), measured on a
+downstream metric.
 
 A synthetic recommendation task (no download needed): users and items have hidden 8-d taste
 vectors; a user clicks an item with probability sigmoid(5 u . v - 0.5). A two-tower model
 (user and item embedding tables of width 64, an MLP on their product) is trained with Debian's
 PyTorch, exported to ONNX (the tables become Gather ops), and quantised with
-`xnn-lab quantize --weight-only 8|4`. Every variant runs on the same held-out pairs through
+`xnn-lab quantize --weight-only 8|4` (row-wise scale/offset) and `--weight-only 4|2 --codebook`
+(k-means indices into 2^bits shared centroids per table). Every variant runs on the same held-out pairs through
 `xnn-lab infer`; the script prints file size, table bytes and ROC AUC / log loss per variant.
 
 Usage: scripts/bench_embedding_quant.py [--xnn-lab build/harness/cli/xnn-lab] [--work DIR] [--seed S]
@@ -105,27 +107,31 @@ def main():
     np.save(os.path.join(work, "user.npy"), vu.astype(np.int64))
     np.save(os.path.join(work, "item.npy"), vi.astype(np.int64))
 
-    variants = [("fp32 (onnx)", onnx_path, None)]
-    for bits in (8, 4):
-        out = os.path.join(work, f"two_tower_w{bits}.xnn")
+    table_fp32 = (USERS + ITEMS) * DIM * 4
+    variants = [("fp32 (onnx)", onnx_path, table_fp32)]
+    for bits, codebook in ((8, False), (4, False), (4, True), (2, True)):
+        out = os.path.join(work, f"two_tower_{'cb' if codebook else 'w'}{bits}.xnn")
         r = subprocess.run([a.xnn_lab, "quantize", onnx_path, "-o", out, "--weight-only", str(bits),
-                            "--weight-only-layers", "embeddings"], capture_output=True, text=True)
+                            "--weight-only-layers", "embeddings"] + (["--codebook"] if codebook else []),
+                           capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(r.stderr)
         print(r.stdout, end="")
-        variants.append((f"int{bits} row-wise tables", out, bits))
-    table_fp32 = (USERS + ITEMS) * DIM * 4
+        if codebook:  # packed indices + a float32 centroid table per embedding table
+            table = (USERS + ITEMS) * DIM * bits // 8 + 2 * (1 << bits) * 4
+        else:  # codes + float16 scale and offset per row
+            table = (USERS + ITEMS) * (DIM * bits // 8 + 4)
+        variants.append((f"int{bits} {'codebook' if codebook else 'row-wise'} tables", out, table))
     print(f"\n{'variant':<26} {'file bytes':>11} {'table bytes':>12} {'ratio':>6} {'AUC':>7} {'log loss':>9} {'max|dlogit|':>11}")
     print(f"{'PyTorch fp32':<26} {'':>11} {table_fp32:>12} {'1.00':>6} {roc_auc(vy, torch_logits):7.4f} "
           f"{log_loss(vy, torch_logits):9.4f} {0.0:11.4f}")
-    for name, path, bits in variants:
+    for name, path, table in variants:
         out_dir = os.path.join(work, "out_" + os.path.basename(path))
         r = subprocess.run([a.xnn_lab, "infer", path, "-i", "user=" + os.path.join(work, "user.npy"),
                             "-i", "item=" + os.path.join(work, "item.npy"), "-d", out_dir], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(r.stderr)
         logits = np.load(os.path.join(out_dir, "logit.npy"))
-        table = table_fp32 if bits is None else (USERS + ITEMS) * (DIM * bits // 8 + 4)  # codes + fp16 scale, offset
         print(f"{name:<26} {os.path.getsize(path):>11} {table:>12} {table_fp32 / table:6.2f} {roc_auc(vy, logits):7.4f} "
               f"{log_loss(vy, logits):9.4f} {np.max(np.abs(logits - torch_logits)):11.4f}")
 

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <span>
 
 #include "engine/core/error.h"
 #include "engine/core/half.h"
+#include "compress/encode/kmeans.h"
+#include "engine/kernels/codebook.h"
 #include "engine/kernels/row_quantized.h"
 #include "engine/passes/eliminate_dead_code.h"
 
@@ -99,36 +102,63 @@ class Rewriter {
   WeightOnlyTensorReport rewrite(const Candidate& c) {
     Node& n = g_.nodes[c.node_index];
     const std::string weight_name = g_.value(n.inputs[static_cast<size_t>(c.weight_input)]).name;
-    const RowQuantized q = quantize_rows(c.rows.data(), c.n_rows, c.cols, o_.bits, o_.float16_params);
-
     WeightOnlyTensorReport r;
     r.node = n.name, r.op_type = n.op_type, r.tensor = weight_name, r.rows = c.n_rows, r.cols = c.cols;
-    measure_error(c, q, r);
-    const int64_t param_bytes = o_.float16_params ? 2 : 4;
     r.bytes_before = c.n_rows * c.cols * 4;
-    r.bytes_after = static_cast<int64_t>(q.codes.size()) + 2 * c.n_rows * param_bytes;
 
-    const int64_t row_bytes = kernels::row_quantized_bytes(c.cols, o_.bits);
-    Tensor codes(DType::kU8, {c.n_rows, row_bytes});
-    std::copy(q.codes.begin(), q.codes.end(), codes.data<uint8_t>());
-    const int codes_v = g_.add_constant(unique_name(weight_name + "_rowq" + std::to_string(o_.bits)), codes);
-    const int scale_v = g_.add_constant(unique_name(weight_name + "_rowq_scale"), params(q.scale));
-    const int offset_v = g_.add_constant(unique_name(weight_name + "_rowq_offset"), params(q.offset));
+    // The table's inputs (before the Gather indices / after the Gemm's A) and the op names.
+    std::vector<int> table;
+    std::string gather_op, gemm_op;
+    std::vector<float> decoded(static_cast<size_t>(c.n_rows * c.cols));
+    if (o_.scheme == WeightOnlyScheme::kCodebook) {
+      const CodebookQuantized q = quantize_codebook(c.rows.data(), c.n_rows, c.cols, o_.bits);
+      const int64_t row_bytes = kernels::codebook_row_bytes(c.cols, o_.bits);
+      for (int64_t i = 0; i < c.n_rows; ++i) {
+        kernels::decode_codebook_row(q.codes.data() + i * row_bytes, o_.bits, c.cols, q.centroids.data(),
+                                     decoded.data() + i * c.cols);
+      }
+      r.centroids = static_cast<int64_t>(q.centroids.size());
+      r.bytes_after = static_cast<int64_t>(q.codes.size()) + r.centroids * 4;
+      Tensor codes(DType::kU8, {c.n_rows, row_bytes});
+      std::copy(q.codes.begin(), q.codes.end(), codes.data<uint8_t>());
+      table = {g_.add_constant(unique_name(weight_name + "_cb" + std::to_string(o_.bits)), codes),
+               g_.add_constant(unique_name(weight_name + "_cb_centroids"),
+                               Tensor::from_vector<float>(q.centroids, {r.centroids}))};
+      gather_op = "CodebookGather", gemm_op = "CodebookGemm";
+    } else {
+      const RowQuantized q = quantize_rows(c.rows.data(), c.n_rows, c.cols, o_.bits, o_.float16_params);
+      const int64_t row_bytes = kernels::row_quantized_bytes(c.cols, o_.bits);
+      for (int64_t i = 0; i < c.n_rows; ++i) {
+        kernels::dequantize_row(q.codes.data() + i * row_bytes, o_.bits, c.cols, q.scale[static_cast<size_t>(i)],
+                                q.offset[static_cast<size_t>(i)], decoded.data() + i * c.cols);
+      }
+      const int64_t param_bytes = o_.float16_params ? 2 : 4;
+      r.bytes_after = static_cast<int64_t>(q.codes.size()) + 2 * c.n_rows * param_bytes;
+      Tensor codes(DType::kU8, {c.n_rows, row_bytes});
+      std::copy(q.codes.begin(), q.codes.end(), codes.data<uint8_t>());
+      table = {g_.add_constant(unique_name(weight_name + "_rowq" + std::to_string(o_.bits)), codes),
+               g_.add_constant(unique_name(weight_name + "_rowq_scale"), params(q.scale)),
+               g_.add_constant(unique_name(weight_name + "_rowq_offset"), params(q.offset))};
+      gather_op = "RowQuantizedGather", gemm_op = "RowQuantizedGemm";
+    }
+    measure_error(c, decoded, r);
 
     Node& node = g_.nodes[c.node_index];  // add_constant may have moved nothing, but stay safe
     std::vector<int> inputs;
     if (node.op_type == "Gather") {
-      inputs = {codes_v, scale_v, offset_v, node.inputs[1]};
-      node.op_type = "RowQuantizedGather";
+      inputs = table;
+      inputs.push_back(node.inputs[1]);
+      node.op_type = gather_op;
     } else {
-      inputs = {node.inputs[0], codes_v, scale_v, offset_v};
+      inputs = {node.inputs[0]};
+      inputs.insert(inputs.end(), table.begin(), table.end());
       if (c.bias_value >= 0) {
         const Tensor& b = *g_.value(c.bias_value).data;
         inputs.push_back(g_.value(c.bias_value).data->rank() == 1
                              ? c.bias_value
                              : g_.add_constant(unique_name(g_.value(c.bias_value).name + "_flat"), b.clone().reshaped({c.n_rows})));
       }
-      node.op_type = "RowQuantizedGemm";
+      node.op_type = gemm_op;
     }
     node.domain = "ai.xnn";
     node.inputs = inputs;
@@ -146,17 +176,12 @@ class Rewriter {
     return Tensor::from_vector<Half>(h, {static_cast<int64_t>(v.size())});
   }
 
-  void measure_error(const Candidate& c, const RowQuantized& q, WeightOnlyTensorReport& r) const {
-    const int64_t row_bytes = kernels::row_quantized_bytes(c.cols, o_.bits);
-    std::vector<float> row(static_cast<size_t>(c.cols));
+  // Reconstruction error of the decoded weights (rows x cols, as c.rows).
+  static void measure_error(const Candidate& c, const std::vector<float>& decoded, WeightOnlyTensorReport& r) {
     double err2 = 0, sig2 = 0, max_abs = 0;
-    for (int64_t i = 0; i < c.n_rows; ++i) {
-      kernels::dequantize_row(q.codes.data() + i * row_bytes, o_.bits, c.cols, q.scale[static_cast<size_t>(i)],
-                              q.offset[static_cast<size_t>(i)], row.data());
-      for (int64_t j = 0; j < c.cols; ++j) {
-        const double w = c.rows[static_cast<size_t>(i * c.cols + j)], e = w - row[static_cast<size_t>(j)];
-        err2 += e * e, sig2 += w * w, max_abs = std::max(max_abs, std::abs(e));
-      }
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      const double w = c.rows[i], e = w - decoded[i];
+      err2 += e * e, sig2 += w * w, max_abs = std::max(max_abs, std::abs(e));
     }
     const double count = static_cast<double>(c.n_rows * c.cols);
     r.rmse = std::sqrt(err2 / count);
@@ -207,11 +232,39 @@ RowQuantized quantize_rows(const float* w, int64_t rows, int64_t cols, int bits,
   return q;
 }
 
-WeightOnlyReport quantize_weights_only(Model& model, const WeightOnlyOptions& options) {
-  if (options.bits != 4 && options.bits != 8) {
-    throw Error("weight-only quantisation: bits must be 4 or 8, got " + std::to_string(options.bits));
+CodebookQuantized quantize_codebook(const float* w, int64_t rows, int64_t cols, int bits) {
+  if (bits < 1 || bits > 8) throw Error("codebook quantisation: bits must be in 1..8, got " + std::to_string(bits));
+  const std::span<const float> values(w, static_cast<size_t>(rows * cols));
+  // A pruned tensor (at least 1% exact zeros) keeps zero exact, as Deep Compression's pipeline
+  // does after pruning; a dense one spends every centroid on its values.
+  const int64_t zeros = std::count(values.begin(), values.end(), 0.0f);
+  const bool keep_zero = zeros * 100 >= static_cast<int64_t>(values.size()) && (1 << bits) > 1;
+  const encode::Clustering k = encode::kmeans_1d(values, 1 << bits, keep_zero);
+  CodebookQuantized q;
+  q.centroids = k.centroids;
+  const int64_t row_bytes = kernels::codebook_row_bytes(cols, bits);
+  q.codes.assign(static_cast<size_t>(rows * row_bytes), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      kernels::set_codebook_code(q.codes.data() + r * row_bytes, bits, c,
+                                 static_cast<uint8_t>(k.assignment[static_cast<size_t>(r * cols + c)]));
+    }
   }
-  return Rewriter(model, options).run();
+  return q;
+}
+
+WeightOnlyReport quantize_weights_only(Model& model, const WeightOnlyOptions& options) {
+  if (options.scheme == WeightOnlyScheme::kCodebook) {
+    if (options.bits < 1 || options.bits > 8) {
+      throw Error("weight-only codebook quantisation: bits must be in 1..8, got " + std::to_string(options.bits));
+    }
+  } else if (options.bits != 4 && options.bits != 8) {
+    throw Error("weight-only row-wise quantisation: bits must be 4 or 8, got " + std::to_string(options.bits) +
+                " (the codebook scheme takes 1..8)");
+  }
+  WeightOnlyReport report = Rewriter(model, options).run();
+  report.scheme = options.scheme;
+  return report;
 }
 
 }  // namespace xnn::quantize

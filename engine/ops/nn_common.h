@@ -22,6 +22,7 @@ void register_quantized_matmul_ops(OpRegistry& r);   // MatMulInteger, QLinearMa
 void register_quantized_conv_ops(OpRegistry& r);     // ConvInteger, QLinearConv
 void register_quantized_contrib_ops(OpRegistry& r);  // com.microsoft QGemm, QLinearAdd, ...; after pools
 void register_row_quantized_ops(OpRegistry& r);      // ai.xnn RowQuantizedGather/Gemm (weight-only)
+void register_codebook_ops(OpRegistry& r);           // ai.xnn CodebookGather/Gemm (weight-only k-means)
 void register_fake_quantize_ops(OpRegistry& r);       // ai.xnn FakeQuantize (quantisation-aware training)
 
 // Floor/ceil of a / b for b > 0 (C++ division truncates toward zero, wrong for negative a).

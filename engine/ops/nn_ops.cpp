@@ -14,6 +14,7 @@ void register_nn_ops(OpRegistry& r) {
   register_quantized_conv_ops(r);
   register_quantized_contrib_ops(r);
   register_row_quantized_ops(r);
+  register_codebook_ops(r);
   register_fake_quantize_ops(r);
 }
 

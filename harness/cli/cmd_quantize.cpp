@@ -2,7 +2,7 @@
 //   --calib-npy FILE.npy) [--calib-samples N] [--method minmax|percentile|kl|mse] [--percentile P]
 //   [--per-tensor] [--exclude NODE...] [--sensitivity] [--accuracy-budget POINTS] [--val-samples N]
 //   [--eval-limit N] [--threads N] [--json] [--qat TRAIN_CONFIG.yaml [KEY.PATH=VALUE...]]
-// xnn-lab quantize MODEL -o OUT.xnn --weight-only 4|8 [--weight-only-layers all|embeddings|dense]
+// xnn-lab quantize MODEL -o OUT.xnn --weight-only BITS [--codebook] [--weight-only-layers all|embeddings|dense]
 //   [--min-elements N] [--float32-params] [--exclude NODE...] [--json]
 //
 // Post-training int8 quantisation (compress/quantize/README.md) through harness/quantize's job:
@@ -11,8 +11,9 @@
 // per-layer table; --accuracy-budget keeps the most sensitive layers fp32 until the top-1 drop on
 // validation images (the end of the training split) is within the budget. Progress goes to stderr.
 // --weight-only needs no data: embedding tables and fully connected weights become row-wise 4/8-bit
-// codes dequantised on the fly (compress/quantize/weight_only.h); it prints per tensor the size and
-// the reconstruction error (RMSE, max |error|, SQNR).
+// codes dequantised on the fly, or with --codebook 1..8-bit k-means indices into a centroid table
+// per tensor, looked up on the fly (compress/quantize/weight_only.h); it prints per tensor the
+// size and the reconstruction error (RMSE, max |error|, SQNR).
 // --qat fine-tunes the calibrated model with fake quantisation (quantisation-aware training,
 // harness/quantize/qat_job.h) under the training config before the int8 rewrite, and reports
 // fp32, PTQ and QAT top-1.
@@ -83,10 +84,12 @@ struct WeightOnlyArgs {
   std::string layers = "all";
   int64_t min_elements = 1024;
   bool float32_params = false;
+  bool codebook = false;
 };
 
 void run_weight_only(const ptq::QuantizeJob& job, const WeightOnlyArgs& a, bool as_json) {
   quantize::WeightOnlyOptions o;
+  o.scheme = a.codebook ? quantize::WeightOnlyScheme::kCodebook : quantize::WeightOnlyScheme::kRowWise;
   o.bits = a.bits;
   if (a.layers == "embeddings") o.dense = false;
   else if (a.layers == "dense") o.embeddings = false;
@@ -105,12 +108,14 @@ void run_weight_only(const ptq::QuantizeJob& job, const WeightOnlyArgs& a, bool 
   if (as_json) {
     json::Writer w;
     w.begin_object().field("model", job.model_path).field("output", job.output_path).field("bits", r.bits);
+    w.field("scheme", a.codebook ? "codebook" : "rowwise");
     w.field("bytes_before", r.bytes_before).field("bytes_after", r.bytes_after).field("ratio", ratio);
     w.key("tensors").begin_array();
     for (const auto& t : r.tensors) {
       w.begin_object().field("node", t.node).field("op", t.op_type).field("tensor", t.tensor);
       w.field("rows", t.rows).field("cols", t.cols).field("bytes_before", t.bytes_before).field("bytes_after", t.bytes_after);
       w.field("rmse", t.rmse).field("max_abs_error", t.max_abs_error);
+      if (a.codebook) w.field("centroids", t.centroids);
       w.key("sqnr_db");
       std::isfinite(t.sqnr_db) ? w.value(t.sqnr_db) : w.null();
       w.end_object();
@@ -119,8 +124,8 @@ void run_weight_only(const ptq::QuantizeJob& job, const WeightOnlyArgs& a, bool 
     std::printf("%s\n", w.str().c_str());
     return;
   }
-  std::printf("weight-only %d-bit %s -> %s: %zu tensors, %lld -> %lld bytes (%.2fx smaller)\n", r.bits,
-              job.model_path.c_str(), job.output_path.c_str(), r.tensors.size(), static_cast<long long>(r.bytes_before),
+  std::printf("weight-only %d-bit %s %s -> %s: %zu tensors, %lld -> %lld bytes (%.2fx smaller)\n", r.bits,
+              a.codebook ? "codebook" : "row-wise", job.model_path.c_str(), job.output_path.c_str(), r.tensors.size(), static_cast<long long>(r.bytes_before),
               static_cast<long long>(r.bytes_after), ratio);
   std::printf("  %-28s %-7s %12s %12s %12s %12s %9s\n", "node", "op", "shape", "bytes", "rmse", "max|err|", "SQNR dB");
   for (const auto& t : r.tensors) {
@@ -175,15 +180,20 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
   static WeightOnlyArgs weight_only;
   cmd->add_option("--weight-only", weight_only.bits,
                   "Weight-only quantisation instead of int8 PTQ: row-wise 4- or 8-bit embedding tables and Gemm/MatMul "
-                  "weights, dequantised on the fly (no calibration data)");
+                  "weights, dequantised on the fly (no calibration data); with --codebook 1..8-bit k-means indices");
+  cmd->add_flag("--codebook", weight_only.codebook,
+                "--weight-only: k-means codebook (Deep Compression weight sharing: 2^BITS centroids per tensor, indices "
+                "looked up on the fly) instead of row-wise scale/offset");
   cmd->add_option("--weight-only-layers", weight_only.layers, "--weight-only: all, embeddings (Gather tables) or dense (Gemm/MatMul)")
       ->capture_default_str();
   cmd->add_option("--min-elements", weight_only.min_elements, "--weight-only: smaller weights stay float")->capture_default_str();
   cmd->add_flag("--float32-params", weight_only.float32_params, "--weight-only: float32 row scale/offset (default float16)");
   cmd->callback([&exit_code] {
     if (weight_only.bits != 0) {
-      if (weight_only.bits != 4 && weight_only.bits != 8) {
-        throw Error("--weight-only " + std::to_string(weight_only.bits) + ": expected 4 or 8");
+      if (weight_only.codebook ? (weight_only.bits < 1 || weight_only.bits > 8)
+                               : (weight_only.bits != 4 && weight_only.bits != 8)) {
+        throw Error("--weight-only " + std::to_string(weight_only.bits) +
+                    (weight_only.codebook ? ": expected 1..8 with --codebook" : ": expected 4 or 8 (1..8 with --codebook)"));
       }
       if (!job.calib_dataset.empty() || !job.calib_npy.empty()) {
         throw Error("--weight-only needs no calibration data; drop --calib-dataset / --calib-npy");
@@ -193,6 +203,7 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
+    if (weight_only.codebook) throw Error("--codebook needs --weight-only BITS");
     job.calibration.method = quantize::calibration_method_from_name(method);
     if (!qat_args.empty()) {
       job.qat_config = qat_args.front();

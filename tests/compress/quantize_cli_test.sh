@@ -161,7 +161,20 @@ if "$XNN" quantize "$model" -o $work/w4.xnn --weight-only 4 --min-elements 100 -
   w=$(jf $work/w4e.json top1)
   if awk "BEGIN{exit !($w >= 0.88)}"; then ok "--weight-only 4 model evaluates: top-1 $w"; else bad "weight-only top-1 $w"; fi
 else bad "--weight-only 4"; fi
+# --codebook: 3-bit k-means indices (8 shared centroids per tensor), looked up on the fly
+if "$XNN" quantize "$model" -o $work/cb3.xnn --weight-only 3 --codebook --min-elements 100 --json >$work/cb3.json 2>$work/out.txt &&
+   [ "$(jf $work/cb3.json scheme)" = codebook ] &&
+   /usr/bin/python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['tensors']; sys.exit(0 if [x['centroids'] for x in t] == [8] else 1)" $work/cb3.json; then
+  ok "--weight-only 3 --codebook: 8 centroids, $(jf $work/cb3.json bytes_before) -> $(jf $work/cb3.json bytes_after) bytes"
+  "$XNN" eval $work/cb3.xnn --dataset fashion-mnist --limit 2000 $pre --json >$work/cb3e.json 2>$work/out.txt
+  w=$(jf $work/cb3e.json top1)
+  if awk "BEGIN{exit !($w >= 0.88)}"; then ok "--codebook model evaluates: top-1 $w"; else bad "codebook top-1 $w"; fi
+  if "$XNN" inspect $work/cb3.xnn 2>&1 | grep -q "CodebookGemm"; then ok "inspect shows the CodebookGemm node"; else bad "inspect: no CodebookGemm"; fi
+else bad "--weight-only 3 --codebook: $(tail -2 $work/out.txt)"; fi
 expect_error "weight-only: bad bits" "expected 4 or 8" "$XNN" quantize "$model" -o $work/x.xnn --weight-only 3
+expect_error "codebook: bad bits" "expected 1..8 with --codebook" "$XNN" quantize "$model" -o $work/x.xnn --weight-only 9 --codebook
+expect_error "codebook without --weight-only" "--codebook needs --weight-only" \
+  "$XNN" quantize "$model" -o $work/x.xnn --codebook --calib-dataset fashion-mnist
 expect_error "weight-only: nothing qualifies" "no weight qualifies" "$XNN" quantize "$model" -o $work/x.xnn --weight-only 8
 expect_error "weight-only with calibration data" "needs no calibration data" \
   "$XNN" quantize "$model" -o $work/x.xnn --weight-only 8 --calib-dataset fashion-mnist

@@ -18,6 +18,7 @@ const CpuKernelRegistry& CpuKernelRegistry::builtin() {
     register_cpu_qpool_kernels(r);
     register_cpu_qelementwise_kernels(r);
     register_cpu_row_quantized_kernels(r);
+    register_cpu_codebook_kernels(r);
     return r;
   }();
   return registry;

@@ -65,6 +65,7 @@ void register_cpu_qgemm_kernels(CpuKernelRegistry& r);    // QLinearMatMul, QGem
 void register_cpu_qpool_kernels(CpuKernelRegistry& r);    // uint8 MaxPool, QLinearGlobalAveragePool (qpool_cpu.cpp)
 void register_cpu_qelementwise_kernels(CpuKernelRegistry& r);  // QLinearAdd, QuantizeLinear (qelementwise_cpu.cpp)
 void register_cpu_row_quantized_kernels(CpuKernelRegistry& r);  // ai.xnn RowQuantizedGemm (row_quantized_cpu.cpp)
+void register_cpu_codebook_kernels(CpuKernelRegistry& r);       // ai.xnn CodebookGemm/Gather (codebook_cpu.cpp)
 // Sparse 1x1 Conv / Gemm / MatMul for pruned weights (sparse_cpu.cpp); registered first, declines
 // (null) unless the constant weights are sparse enough to pay.
 void register_cpu_sparse_kernels(CpuKernelRegistry& r);
