@@ -7,6 +7,9 @@
 //   [--importance l1|l2|bn|taylor] [--rank-by flops|latency] [--round-to N] [--max-prune X] [--calib-images N]
 //   [--finetune TRAIN_CONFIG.yaml [KEY=VALUE ...]] [--eval-dataset fashion-mnist ...]
 //   (channels physically removed: harness/channel_prune/channel_prune_job.h)
+// xnn-lab prune MODEL -o OUT.xnn --method pattern (--target-sparsity X | --target-flops X)
+//   [--pattern-taps K] [--pattern-library P] [--schedule oneshot|gradual] [--prune-first-conv]
+//   [--min-elements N] [--finetune TRAIN_CONFIG.yaml [KEY=VALUE ...]] [--eval-dataset ...]
 //
 // Pruning (issue 9). --method unstructured: magnitude pruning of Conv/Gemm/MatMul weights
 // (compress/prune/magnitude_prune.h for which weights and the per-layer/global scope), one-shot
@@ -16,17 +19,27 @@
 // scope: every pruned layer gets the sparsity that reaches it). The output is a dense .xnn with
 // zeros; the CPU backend runs sparse kernels where the zeros pay.
 //
+// --method pattern: the 3x3 group-1 convolutions get K-of-9 patterns from a library of P learned
+// from the weights, plus connectivity pruning of whole kernels (compress/prune/pattern_prune.h);
+// --target-sparsity X is the share of zeros in those layers, X = 1 - (1 - c)·K/9 with c the
+// share of kernels removed (X >= 1 - K/9); --target-flops as for unstructured. --schedule
+// gradual projects onto the patterns at the first step and raises c along the Zhu & Gupta cubic
+// during fine-tuning. The CPU backend runs the pattern-sparse kernel where it pays
+// (engine/backends/cpu/pattern_conv_cpu.cpp).
+//
 // Fine-tuning runs the training config (KEY=VALUE overrides as `xnn-lab train`) on the pruned
 // model, its model source ignored, with resume off, outputs in OUT.finetune/, and the pruning
 // masks re-applied after every optimiser step. Top-1 before/after: on --eval-dataset with the
 // --scale/--mean/--std convention of `eval`/`quantize`, or, with --finetune alone, on the
 // config's test split and normalisation.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <optional>
 
 #include "compress/prune/magnitude_prune.h"
+#include "compress/prune/pattern_prune.h"
 #include "compress/prune/prune_schedule.h"
 #include "engine/core/error.h"
 #include "engine/format/xnn_format.h"
@@ -53,6 +66,7 @@ struct PruneRequest {
   int64_t eval_limit = 0;
   float scale = 1.0f / 255.0f, mean = 0.0f, std = 1.0f;
   int threads = 1;
+  prune::PatternOptions pattern;  // --method pattern
 };
 
 struct PruneOutcome {
@@ -63,6 +77,10 @@ struct PruneOutcome {
   double top1_before = 0, top1_after = 0;
   int64_t eval_samples = 0;
   std::string finetune_dir;
+  // --method pattern
+  std::vector<uint16_t> library;
+  double connectivity = -1;
+  int64_t kernels = 0, removed_kernels = 0;
 };
 
 void say(const std::string& line) { std::fprintf(stderr, "prune: %s\n", line.c_str()); }
@@ -72,6 +90,37 @@ double evaluate_top1(const Model& m, const data::Dataset& test, const data::Prep
   o.threads = threads;
   Session s(std::make_shared<Model>(m), o);
   return eval::evaluate_classifier(s, test, p).top1;
+}
+
+// The data for top-1 before/after: --eval-dataset with its preprocessing, else the fine-tuning
+// config's test split and normalisation, else none.
+struct EvalSet {
+  std::optional<data::Dataset> test;
+  data::Preprocess pre;
+};
+
+EvalSet eval_set(const PruneRequest& req, const std::optional<train::TrainConfig>& cfg) {
+  EvalSet e;
+  if (!req.eval_dataset.empty()) {
+    if (req.eval_dataset != "fashion-mnist") {
+      throw Error("--eval-dataset '" + req.eval_dataset + "': unknown dataset; supported: fashion-mnist");
+    }
+    e.pre.scale = req.scale, e.pre.mean = {req.mean}, e.pre.std = {req.std};
+    e.test = data::load_fashion_mnist(req.data_dir, "test", req.eval_limit);
+  } else if (cfg) {
+    e.pre.mean = {cfg->mean}, e.pre.std = {cfg->std};
+    e.test = data::load_fashion_mnist(cfg->data_path, "test", cfg->test_limit);
+  }
+  return e;
+}
+
+// The fine-tuning run's config: resume off, outputs in OUT.finetune/.
+train::TrainConfig finetune_config(const PruneRequest& req, train::TrainConfig c, PruneOutcome& out) {
+  c.resume = false, c.export_onnx = false;
+  c.output_dir = req.output_path + ".finetune";
+  c.checkpoint_dir = c.output_dir + "/checkpoint";
+  out.finetune_dir = c.output_dir;
+  return c;
 }
 
 // The uniform per-layer sparsity that leaves `flops` × the dense MACs: MACs left =
@@ -121,18 +170,7 @@ PruneOutcome prune_unstructured(const PruneRequest& req, const std::shared_ptr<M
   if (!req.finetune.empty()) {
     cfg = train::load_train_config(req.finetune[0], std::vector<std::string>(req.finetune.begin() + 1, req.finetune.end()));
   }
-  std::optional<data::Dataset> test;
-  data::Preprocess pre;
-  if (!req.eval_dataset.empty()) {
-    if (req.eval_dataset != "fashion-mnist") {
-      throw Error("--eval-dataset '" + req.eval_dataset + "': unknown dataset; supported: fashion-mnist");
-    }
-    pre.scale = req.scale, pre.mean = {req.mean}, pre.std = {req.std};
-    test = data::load_fashion_mnist(req.data_dir, "test", req.eval_limit);
-  } else if (cfg) {
-    pre.mean = {cfg->mean}, pre.std = {cfg->std};
-    test = data::load_fashion_mnist(cfg->data_path, "test", cfg->test_limit);
-  }
+  const auto [test, pre] = eval_set(req, cfg);
   if (test) {
     say("evaluating the dense model on " + std::to_string(test->count) + " test images");
     out.top1_before = evaluate_top1(*model, *test, pre, req.threads);
@@ -142,11 +180,7 @@ PruneOutcome prune_unstructured(const PruneRequest& req, const std::shared_ptr<M
     const prune::PruneMasks masks = prune::magnitude_prune(*model, weights, out.target_sparsity, global);
     if (cfg) {
       say("fine-tuning with the masks fixed");
-      train::TrainConfig c = *cfg;
-      c.resume = false, c.export_onnx = false;
-      c.output_dir = req.output_path + ".finetune";
-      c.checkpoint_dir = c.output_dir + "/checkpoint";
-      out.finetune_dir = c.output_dir;
+      const train::TrainConfig c = finetune_config(req, *cfg, out);
       train::run_training(c, say, model, [&](int64_t, int64_t, std::span<train::Parameter> params) {
         prune::apply_masks(params, masks);
       });
@@ -155,11 +189,7 @@ PruneOutcome prune_unstructured(const PruneRequest& req, const std::shared_ptr<M
     prune::GradualSchedule sched;
     sched.final_sparsity = out.target_sparsity;
     prune::GradualPruner pruner(weights, sched, global);
-    train::TrainConfig c = *cfg;
-    c.resume = false, c.export_onnx = false;
-    c.output_dir = req.output_path + ".finetune";
-    c.checkpoint_dir = c.output_dir + "/checkpoint";
-    out.finetune_dir = c.output_dir;
+    const train::TrainConfig c = finetune_config(req, *cfg, out);
     say("gradual pruning to " + std::to_string(out.target_sparsity) + " during fine-tuning (Zhu & Gupta, cubic; " +
         "masks updated over the first 75% of the steps)");
     train::run_training(c, say, model, [&](int64_t step, int64_t total, std::span<train::Parameter> params) {
@@ -173,6 +203,86 @@ PruneOutcome prune_unstructured(const PruneRequest& req, const std::shared_ptr<M
     out.has_top1 = true;
   }
   return out;
+}
+
+// --method pattern: K-of-9 patterns + connectivity on the 3x3 convolutions.
+PruneOutcome prune_pattern(const PruneRequest& req, const std::shared_ptr<Model>& model) {
+  if (req.scope != "layer") throw Error("--method pattern prunes every layer to the target: --scope must be layer");
+  if (req.schedule != "oneshot" && req.schedule != "gradual") {
+    throw Error("--schedule '" + req.schedule + "': expected oneshot or gradual");
+  }
+  if (req.schedule == "gradual" && req.finetune.empty()) {
+    throw Error("--schedule gradual prunes during fine-tuning: give --finetune TRAIN_CONFIG.yaml");
+  }
+  if (req.pattern.taps < 1 || req.pattern.taps > 8) {
+    throw Error("--pattern-taps " + std::to_string(req.pattern.taps) + ": expected 1..8 (4 is PatDNN's choice)");
+  }
+  if (req.pattern.library_size < 1) throw Error("--pattern-library: expected >= 1 patterns");
+  const std::vector<prune::PrunableWeight> weights = prune::pattern_prunable_weights(*model, req.options);
+  if (weights.empty()) {
+    throw Error(req.model_path + ": no pattern-prunable weights (3x3 convolutions with group 1 and >= " +
+                std::to_string(req.options.min_elements) + " weights; the first conv only with --prune-first-conv)");
+  }
+  PruneOutcome out;
+  out.target_sparsity = req.target_flops ? sparsity_for_flops(*model, weights, *req.target_flops) : *req.target_sparsity;
+  out.connectivity = prune::connectivity_for_sparsity(out.target_sparsity, req.pattern.taps);
+  out.description = "pattern " + std::to_string(req.pattern.taps) + "/9, " + std::to_string(req.pattern.library_size) +
+                    " patterns, " + req.schedule;
+
+  std::optional<train::TrainConfig> cfg;
+  if (!req.finetune.empty()) {
+    cfg = train::load_train_config(req.finetune[0], std::vector<std::string>(req.finetune.begin() + 1, req.finetune.end()));
+  }
+  const auto [test, pre] = eval_set(req, cfg);
+  if (test) {
+    say("evaluating the dense model on " + std::to_string(test->count) + " test images");
+    out.top1_before = evaluate_top1(*model, *test, pre, req.threads);
+  }
+  if (req.schedule == "oneshot") {
+    const prune::PatternPruneResult r = prune::pattern_prune(*model, weights, req.pattern, out.connectivity);
+    out.library = r.library;
+    if (cfg) {
+      say("fine-tuning with the pattern masks fixed");
+      train::run_training(finetune_config(req, *cfg, out), say, model,
+                          [&](int64_t, int64_t, std::span<train::Parameter> params) { prune::apply_masks(params, r.masks); });
+    }
+  } else {
+    prune::GradualSchedule sched;
+    sched.final_sparsity = out.connectivity;
+    prune::GradualPatternPruner pruner(weights, req.pattern, sched);
+    say("patterns at the first step, then connectivity to " + std::to_string(out.connectivity) +
+        " during fine-tuning (Zhu & Gupta, cubic; masks updated over the first 75% of the steps)");
+    train::run_training(finetune_config(req, *cfg, out), say, model,
+                        [&](int64_t step, int64_t total, std::span<train::Parameter> params) {
+                          pruner.on_step(step, total, params);
+                        });
+    out.library = pruner.library();
+  }
+  out.report = prune::sparsity_report(*model, weights);
+  for (const prune::PrunableWeight& w : weights) {
+    const Tensor& t = *model->graph.value(model->graph.find_value(w.value)).data;
+    const float* v = t.data<float>();
+    for (int64_t k = 0; k < t.numel() / 9; ++k) {
+      ++out.kernels;
+      out.removed_kernels += std::all_of(v + k * 9, v + k * 9 + 9, [](float x) { return x == 0.0f; });
+    }
+  }
+  if (test) {
+    out.top1_after = evaluate_top1(*model, *test, pre, req.threads);
+    out.eval_samples = test->count;
+    out.has_top1 = true;
+  }
+  return out;
+}
+
+// "0x01b" -> the 3x3 layout "x x . / x x . / . . ." as one line "xx.|xx.|...".
+std::string pattern_picture(uint16_t mask) {
+  std::string s;
+  for (int t = 0; t < 9; ++t) {
+    if (t > 0 && t % 3 == 0) s += '|';
+    s += (mask & (1u << t)) ? 'x' : '.';
+  }
+  return s;
 }
 
 // --method channel: structured pruning that removes channels (harness/channel_prune): its own
@@ -208,9 +318,7 @@ using PruneMethodFn = std::function<PruneOutcome(const PruneRequest&, const std:
 
 PruneMethodFn prune_method(const std::string& name) {
   if (name == "unstructured") return prune_unstructured;
-  if (name == "pattern") {
-    throw Error("--method " + name + " is not implemented yet; available: unstructured");
-  }
+  if (name == "pattern") return prune_pattern;
   throw Error("--method '" + name + "': unknown; expected unstructured, channel or pattern");
 }
 
@@ -243,6 +351,14 @@ void print_text(const PruneRequest& req, const PruneOutcome& o) {
               static_cast<long long>(r.zeros), static_cast<long long>(r.elements), 100.0 * r.sparsity(),
               si(r.model_macs).c_str(), si(r.effective_macs).c_str(),
               r.model_macs > 0 ? 100.0 * r.effective_macs / r.model_macs : 0.0);
+  if (o.connectivity >= 0) {
+    std::printf("  patterns (%zu):", o.library.size());
+    for (uint16_t m : o.library) std::printf(" %s", pattern_picture(m).c_str());
+    std::printf("\n  connectivity: %lld of %lld 3x3 kernels removed (%.2f%%, target %.2f%%)\n",
+                static_cast<long long>(o.removed_kernels), static_cast<long long>(o.kernels),
+                o.kernels ? 100.0 * static_cast<double>(o.removed_kernels) / static_cast<double>(o.kernels) : 0.0,
+                100.0 * o.connectivity);
+  }
   if (o.has_top1) {
     std::printf("  top-1 on %lld test images: before %.2f %%, after %.2f %% (%+.2f points)\n",
                 static_cast<long long>(o.eval_samples), 100.0 * o.top1_before, 100.0 * o.top1_after,
@@ -282,6 +398,15 @@ void print_json(const PruneRequest& req, const PruneOutcome& o) {
     w.field("top1_before", o.top1_before).field("top1_after", o.top1_after).field("eval_samples", o.eval_samples);
   }
   if (!o.finetune_dir.empty()) w.field("finetune_dir", o.finetune_dir);
+  if (o.connectivity >= 0) {
+    w.field("pattern_taps", static_cast<int64_t>(req.pattern.taps))
+        .field("connectivity", o.connectivity)
+        .field("kernels", o.kernels)
+        .field("removed_kernels", o.removed_kernels);
+    w.key("patterns").begin_array();
+    for (uint16_t m : o.library) w.value(pattern_picture(m));
+    w.end_array();
+  }
   w.end_object();
   std::printf("%s\n", w.str().c_str());
 }
@@ -289,13 +414,16 @@ void print_json(const PruneRequest& req, const PruneOutcome& o) {
 }  // namespace
 
 void add_prune_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("prune", "Prune a model's weights (unstructured magnitude pruning), optionally fine-tune");
+  auto* cmd = app.add_subcommand("prune", "Prune a model's weights (unstructured, 3x3 pattern or channel pruning), optionally fine-tune");
   static PruneRequest req;
   static double sparsity = 0, flops = 0;
   static bool as_json = false;
   cmd->add_option("model", req.model_path, "Model (.onnx or .xnn)")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", req.output_path, "Output model (.xnn, dense with zeros)")->required();
-  cmd->add_option("--method", req.method, "unstructured or channel (pattern: not yet)")->capture_default_str();
+  cmd->add_option("--method", req.method, "unstructured, pattern (3x3 convs) or channel")->capture_default_str();
+  cmd->add_option("--pattern-taps", req.pattern.taps, "--method pattern: weights kept per 3x3 kernel")->capture_default_str();
+  cmd->add_option("--pattern-library", req.pattern.library_size, "--method pattern: patterns in the learned library")
+      ->capture_default_str();
   auto* s_opt = cmd->add_option("--target-sparsity", sparsity, "Share of zero weights among the prunable ones, in [0, 1)");
   auto* f_opt = cmd->add_option("--target-flops", flops, "Share of the dense model's MACs to keep, in (0, 1]");
   s_opt->excludes(f_opt);

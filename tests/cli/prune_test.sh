@@ -3,7 +3,8 @@
 # pruning to 90% with top-1 before/after on 500 test images, the per-layer table and --json
 # fields, the pruned model running (`infer`) with the sparse kernel in the plan (`bench
 # --profile`), --target-flops, a short gradual fine-tune through the trainer's step hook (the
-# pruned weights must be exactly the target share of zeros afterwards), and bad inputs.
+# pruned weights must be exactly the target share of zeros afterwards), bad inputs; and --method
+# pattern (one-shot with its JSON fields, the pattern kernel in the plan, gradual + fine-tune).
 # Usage: prune_test.sh XNN_LAB_BINARY REPO_ROOT
 XNN=$1
 ROOT=$2
@@ -68,12 +69,46 @@ expect_fail() {  # NAME PATTERN ARGS...
   if "$XNN" "$@" >$work/out.txt 2>&1; then bad "$name (succeeded)"; return; fi
   grep -q -- "$pattern" $work/out.txt && ok "$name" || bad "$name: no '$pattern'"
 }
-expect_fail "--method pattern not implemented yet" "not implemented yet" prune "$model" -o $work/x.xnn --method pattern --target-sparsity 0.5
 expect_fail "unknown method" "unknown" prune "$model" -o $work/x.xnn --method magic --target-sparsity 0.5
 expect_fail "no target" "target-sparsity" prune "$model" -o $work/x.xnn
 expect_fail "sparsity out of range" "\[0, 1)" prune "$model" -o $work/x.xnn --target-sparsity 1.5
 expect_fail "gradual needs --finetune" "finetune" prune "$model" -o $work/x.xnn --target-sparsity 0.5 --schedule gradual
 expect_fail "unknown schedule" "oneshot or gradual" prune "$model" -o $work/x.xnn --target-sparsity 0.5 --schedule fast
 expect_fail "missing fine-tune config" "nonexistent.yaml" prune "$model" -o $work/x.xnn --target-sparsity 0.5 --finetune $work/nonexistent.yaml
+
+# --- --method pattern: 4-of-9 patterns + connectivity on the 3x3 convs (16->32, 32->64) ----------
+# 0.9 zeros with 4 taps: connectivity 1 - 9 * 0.1 / 4 = 0.775 of the kernels removed; the kept
+# work (0.1 of dense) is small enough for the pattern kernel.
+if "$XNN" prune "$model" -o $work/pat.xnn --method pattern --target-sparsity 0.9 --eval-dataset fashion-mnist \
+    --eval-limit 200 $pre --json >$work/pat.json 2>$work/out.txt; then
+  ok "prune --method pattern one-shot to 90%"
+  /usr/bin/python3 - "$work/pat.json" <<'EOF2' && ok "pattern: sparsity, connectivity, library, top-1 in --json" || bad "pattern --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["method"] == "pattern" and d["pattern_taps"] == 4, d
+assert abs(d["sparsity"] - 0.9) < 0.005, d["sparsity"]
+assert abs(d["connectivity"] - 0.775) < 1e-9 and abs(d["removed_kernels"] / d["kernels"] - 0.775) < 0.002, d
+assert 1 <= len(d["patterns"]) <= 8 and all(p.count("x") == 4 for p in d["patterns"]), d["patterns"]
+assert [l["node"] for l in d["layers"]] and len(d["layers"]) == 2, d["layers"]
+assert d["eval_samples"] == 200 and 0 <= d["top1_after"] <= 1
+EOF2
+else bad "prune --method pattern one-shot"; fi
+if "$XNN" bench $work/pat.xnn --runs 2 --warmup 1 --profile >$work/out.txt 2>&1 && grep -q "f32_patconv3x3_" $work/out.txt; then
+  ok "bench --profile shows the pattern kernel"
+else bad "pattern kernel in the plan"; fi
+if "$XNN" prune "$model" -o $work/pat2.xnn --method pattern --target-sparsity 0.7 >$work/out.txt 2>&1 &&
+   grep -q "patterns (" $work/out.txt && grep -q "connectivity: .* 3x3 kernels removed" $work/out.txt; then
+  ok "pattern text output: library and connectivity"
+else bad "pattern text output"; fi
+if "$XNN" prune "$model" -o $work/patg.xnn --method pattern --target-sparsity 0.8 --schedule gradual --json \
+    --finetune $ROOT/configs/train/lenet_300_100.yaml epochs=1 data.train_limit=512 data.test_limit=100 \
+    >$work/patg.json 2>$work/out.txt; then
+  s=$(jf $work/patg.json sparsity)
+  awk "BEGIN{exit !($s > 0.795 && $s < 0.805)}" && ok "pattern gradual + fine-tune reaches 80% ($s)" || bad "pattern gradual sparsity $s"
+  [ -f $work/patg.xnn.finetune/model.xnn ] && ok "pattern fine-tune outputs in OUT.finetune/" || bad "pattern fine-tune outputs"
+else bad "pattern gradual prune with --finetune"; fi
+expect_fail "pattern: sparsity below 1 - 4/9" "not reachable with 4-of-9" prune "$model" -o $work/x.xnn --method pattern --target-sparsity 0.3
+expect_fail "pattern: global scope" "scope must be layer" prune "$model" -o $work/x.xnn --method pattern --target-sparsity 0.8 --scope global
+expect_fail "pattern: bad taps" "pattern-taps" prune "$model" -o $work/x.xnn --method pattern --target-sparsity 0.95 --pattern-taps 9
 
 finish

@@ -8,6 +8,7 @@ const CpuKernelRegistry& CpuKernelRegistry::builtin() {
   static const CpuKernelRegistry registry = [] {
     CpuKernelRegistry r;
     register_cpu_sparse_kernels(r);  // before the dense conv/gemm: takes only sparse weights
+    register_cpu_pattern_conv_kernels(r);  // before the dense conv: takes only pattern-pruned 3x3 weights
     register_cpu_conv_kernels(r);
     register_cpu_gemm_kernels(r);
     register_cpu_pool_kernels(r);

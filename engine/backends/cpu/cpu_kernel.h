@@ -69,5 +69,8 @@ void register_cpu_codebook_kernels(CpuKernelRegistry& r);       // ai.xnn Codebo
 // Sparse 1x1 Conv / Gemm / MatMul for pruned weights (sparse_cpu.cpp); registered first, declines
 // (null) unless the constant weights are sparse enough to pay.
 void register_cpu_sparse_kernels(CpuKernelRegistry& r);
+// Pattern-sparse 3x3 Conv for pattern-pruned weights (pattern_conv_cpu.cpp); registered before the
+// dense conv, declines (null) unless every kernel keeps <= 5 taps and the kept work pays.
+void register_cpu_pattern_conv_kernels(CpuKernelRegistry& r);
 
 }  // namespace xnn
