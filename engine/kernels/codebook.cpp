@@ -1,6 +1,6 @@
 #include "engine/kernels/codebook.h"
 
-#include <algorithm>
+#include "engine/kernels/weight_only_gemm.h"
 
 namespace xnn::kernels {
 
@@ -35,26 +35,19 @@ void codebook_dots__scalar(const float* a, int64_t m, const CodebookWeights& w, 
 
 void f32_codebook_gemm(const float* a, int64_t m, const CodebookWeights& w, const float* bias, float* y,
                        ThreadPool* pool, Isa isa) {
-  // As f32_rowq_gemm: blocks of 64 output rows across threads, A 4 rows at a time so each weight
-  // row is decoded once per 4 rows of A.
-  constexpr int64_t kRowBlock = 64, kABlock = 4;
-  const int64_t blocks = (w.rows + kRowBlock - 1) / kRowBlock;
-  parallel_for(pool, blocks, [&](int64_t b) {
-    const int64_t n0 = b * kRowBlock, n1 = std::min(w.rows, n0 + kRowBlock), width = n1 - n0;
-    float dots[kABlock * kRowBlock];
-    for (int64_t i0 = 0; i0 < m; i0 += kABlock) {
-      const int64_t mb = std::min(kABlock, m - i0);
-      if (isa == Isa::kAvx2) {
-        codebook_dots__avx2(a + i0 * w.cols, mb, w, n0, n1, dots);
-      } else {
-        codebook_dots__scalar(a + i0 * w.cols, mb, w, n0, n1, dots);
-      }
-      for (int64_t i = 0; i < mb; ++i) {
-        float* yi = y + (i0 + i) * w.rows;
-        for (int64_t n = n0; n < n1; ++n) yi[n] = dots[i * width + (n - n0)] + (bias ? bias[n] : 0.0f);
-      }
-    }
-  });
+  weight_only_gemm_blocks(
+      m, w.rows, pool,
+      [&](int64_t i0, int64_t mb, int64_t n0, int64_t n1, float* dots) {
+        if (isa == Isa::kAvx2) {
+          codebook_dots__avx2(a + i0 * w.cols, mb, w, n0, n1, dots);
+        } else {
+          codebook_dots__scalar(a + i0 * w.cols, mb, w, n0, n1, dots);
+        }
+      },
+      [&](int64_t i, int64_t n0, int64_t n1, const float* dots) {
+        float* yi = y + i * w.rows;
+        for (int64_t n = n0; n < n1; ++n) yi[n] = dots[n - n0] + (bias ? bias[n] : 0.0f);
+      });
 }
 
 std::string codebook_gemm_kernel_name(int bits, Isa isa) {

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "engine/core/error.h"
+#include "engine/kernels/byte_runs.h"
 #include "engine/kernels/scratch.h"
 
 namespace xnn::kernels {
@@ -24,55 +25,6 @@ Range inside_range(int64_t base, int64_t step, int64_t limit, int64_t count) {
   return {begin, end};
 }
 
-// Copies and fills of the short runs im2col is made of (an output row: 7 to 112 bytes in the
-// usual networks): fixed-size moves instead of a library call per run, whose call overhead
-// dominated the layers with small feature maps.
-inline void copy_run(uint8_t* d, const uint8_t* s, int64_t n) {
-  if (n >= 16) {
-    std::memcpy(d, s, static_cast<size_t>(n));
-  } else if (n >= 8) {  // two overlapping 8-byte moves
-    uint64_t a, b;
-    std::memcpy(&a, s, 8);
-    std::memcpy(&b, s + n - 8, 8);
-    std::memcpy(d, &a, 8);
-    std::memcpy(d + n - 8, &b, 8);
-  } else if (n >= 4) {
-    uint32_t a, b;
-    std::memcpy(&a, s, 4);
-    std::memcpy(&b, s + n - 4, 4);
-    std::memcpy(d, &a, 4);
-    std::memcpy(d + n - 4, &b, 4);
-  } else {
-    switch (n) {
-      case 3: d[2] = s[2]; [[fallthrough]];
-      case 2: d[1] = s[1]; [[fallthrough]];
-      case 1: d[0] = s[0]; [[fallthrough]];
-      default: break;
-    }
-  }
-}
-
-inline void fill_run(uint8_t* d, uint8_t v, int64_t n) {
-  if (n >= 16) {
-    std::memset(d, v, static_cast<size_t>(n));
-  } else if (n >= 8) {
-    const uint64_t a = 0x0101010101010101ull * v;
-    std::memcpy(d, &a, 8);
-    std::memcpy(d + n - 8, &a, 8);
-  } else if (n >= 4) {
-    const uint32_t a = 0x01010101u * v;
-    std::memcpy(d, &a, 4);
-    std::memcpy(d + n - 4, &a, 4);
-  } else {
-    switch (n) {
-      case 3: d[2] = v; [[fallthrough]];
-      case 2: d[1] = v; [[fallthrough]];
-      case 1: d[0] = v; [[fallthrough]];
-      default: break;
-    }
-  }
-}
-
 // Rows r = (c, ki, kj) of group g's column matrix for output positions [c0, c0 + cols): the input
 // pixel each tap reads, x_zp in the padding. Row r lands at col + r·cols.
 void im2col_block(const QConvShape& s, const uint8_t* xg, uint8_t x_zp, int64_t c0, int64_t cols, uint8_t* col) {
@@ -89,17 +41,17 @@ void im2col_block(const QConvShape& s, const uint8_t* xg, uint8_t x_zp, int64_t 
       const int64_t iy = oy * s.stride_h + ki * s.dilation_h - s.pad_t;
       uint8_t* d = dst + (p - c0);
       if (iy < 0 || iy >= s.in_h) {
-        fill_run(d, x_zp, run);
+        fill_byte_run(d, x_zp, run);
       } else {
         const int64_t b = std::clamp<int64_t>(valid.begin - ox0, 0, run), e = std::clamp<int64_t>(valid.end - ox0, b, run);
-        fill_run(d, x_zp, b);
+        fill_byte_run(d, x_zp, b);
         const uint8_t* src = plane + iy * s.in_w + base + (ox0 + b) * s.stride_w;
         if (s.stride_w == 1) {
-          copy_run(d + b, src, e - b);
+          copy_byte_run(d + b, src, e - b);
         } else {
           for (int64_t i = 0; i < e - b; ++i) d[b + i] = src[i * s.stride_w];
         }
-        fill_run(d + e, x_zp, run - e);
+        fill_byte_run(d + e, x_zp, run - e);
       }
       p += run;
     }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/kernels/byte_runs.h"
 #include "engine/kernels/qdepthwise.h"
 
 namespace xnn::kernels::internal {
@@ -190,37 +191,6 @@ void qs8_dwconv_rows__avx2(const QDwRows& a) {
   return a.stride == 1 ? rows_kernel<7, 1>(a) : rows_kernel<7, 2>(a);
 }
 
-namespace {
-
-// Copies n bytes with at most a few unaligned moves (overlapping the last one) instead of a
-// libc call: the rows of late layers are 7-14 bytes, and a memcpy/memset per row cost more than
-// the convolution of the row.
-inline void copy_bytes(uint8_t* d, const uint8_t* s, int64_t n) {
-  if (n >= 16) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
-    if (i < n) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + n - 16)));
-    }
-  } else if (n >= 8) {
-    uint64_t a, b;
-    std::memcpy(&a, s, 8);
-    std::memcpy(&b, s + n - 8, 8);
-    std::memcpy(d, &a, 8);
-    std::memcpy(d + n - 8, &b, 8);
-  } else if (n >= 4) {
-    uint32_t a, b;
-    std::memcpy(&a, s, 4);
-    std::memcpy(&b, s + n - 4, 4);
-    std::memcpy(d, &a, 4);
-    std::memcpy(d + n - 4, &b, 4);
-  } else {
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i];
-  }
-}
-
-}  // namespace
-
 void qs8_dwconv_pad_rows__avx2(const uint8_t* plane, int64_t in_h, int64_t in_w, int64_t pad_l, uint8_t x_zero_point,
                                int64_t ih, int64_t count, int64_t width, uint8_t* dst) {
   const __m128i fill = _mm_set1_epi8(static_cast<char>(x_zero_point));
@@ -228,7 +198,7 @@ void qs8_dwconv_pad_rows__avx2(const uint8_t* plane, int64_t in_h, int64_t in_w,
   const int64_t copy = std::clamp<int64_t>(width - left, 0, in_w);
   for (int64_t r = 0; r < count; ++r, ++ih, dst += width) {
     for (int64_t q = 0; q < width; q += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + q), fill);
-    if (ih >= 0 && ih < in_h) copy_bytes(dst + left, plane + ih * in_w, copy);
+    if (ih >= 0 && ih < in_h) copy_byte_run(dst + left, plane + ih * in_w, copy);
   }
 }
 

@@ -1,6 +1,6 @@
 #include "engine/kernels/row_quantized.h"
 
-#include <algorithm>
+#include "engine/kernels/weight_only_gemm.h"
 
 namespace xnn::kernels {
 
@@ -37,32 +37,23 @@ void rowq_dots__scalar(const float* a, int64_t m, const RowQuantizedWeights& w, 
 
 void f32_rowq_gemm(const float* a, int64_t m, const RowQuantizedWeights& w, const float* bias, float* y,
                    ThreadPool* pool, Isa isa) {
-  // Blocks of 64 output rows balance across threads; A is taken 4 rows at a time so each weight
-  // row is widened once per 4 rows of A.
-  constexpr int64_t kRowBlock = 64, kABlock = 4;
-  const int64_t blocks = (w.rows + kRowBlock - 1) / kRowBlock;
-  parallel_for(pool, blocks, [&](int64_t b) {
-    const int64_t n0 = b * kRowBlock, n1 = std::min(w.rows, n0 + kRowBlock), width = n1 - n0;
-    float dots[kABlock * kRowBlock];
-    for (int64_t i0 = 0; i0 < m; i0 += kABlock) {
-      const int64_t mb = std::min(kABlock, m - i0);
-      if (isa == Isa::kAvx2) {
-        rowq_dots__avx2(a + i0 * w.cols, mb, w, n0, n1, dots);
-      } else {
-        rowq_dots__scalar(a + i0 * w.cols, mb, w, n0, n1, dots);
-      }
-      for (int64_t i = 0; i < mb; ++i) {
-        // Σ_k A[m][k] for the offset term (recomputed per block: K adds against 64·K multiply-adds).
-        const float* ai = a + (i0 + i) * w.cols;
+  weight_only_gemm_blocks(
+      m, w.rows, pool,
+      [&](int64_t i0, int64_t mb, int64_t n0, int64_t n1, float* dots) {
+        if (isa == Isa::kAvx2) {
+          rowq_dots__avx2(a + i0 * w.cols, mb, w, n0, n1, dots);
+        } else {
+          rowq_dots__scalar(a + i0 * w.cols, mb, w, n0, n1, dots);
+        }
+      },
+      [&](int64_t i, int64_t n0, int64_t n1, const float* dots) {
+        // Σ_k A[i][k] for the offset term (recomputed per block: K adds against 64·K multiply-adds).
+        const float* ai = a + i * w.cols;
         float sum = 0;
         for (int64_t k = 0; k < w.cols; ++k) sum += ai[k];
-        float* yi = y + (i0 + i) * w.rows;
-        for (int64_t n = n0; n < n1; ++n) {
-          yi[n] = w.scale[n] * dots[i * width + (n - n0)] + w.offset[n] * sum + (bias ? bias[n] : 0.0f);
-        }
-      }
-    }
-  });
+        float* yi = y + i * w.rows;
+        for (int64_t n = n0; n < n1; ++n) yi[n] = w.scale[n] * dots[n - n0] + w.offset[n] * sum + (bias ? bias[n] : 0.0f);
+      });
 }
 
 std::string rowq_gemm_kernel_name(int bits, Isa isa) {

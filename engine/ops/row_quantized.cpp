@@ -25,6 +25,7 @@
 #include "engine/ops/nn_common.h"
 #include "engine/ops/op_helpers.h"
 #include "engine/ops/tensor_ops.h"
+#include "engine/ops/weight_only_common.h"
 
 namespace xnn {
 namespace {
@@ -37,11 +38,7 @@ int64_t checked_bits(const Node& node) {
   return bits;
 }
 
-int64_t checked_cols(const Node& node) {
-  const int64_t cols = node.attr_int("cols", 0);
-  if (cols < 1) fail_node(node, "cols (elements per row) must be >= 1, got " + std::to_string(cols));
-  return cols;
-}
+using weight_only::checked_cols;
 
 // codes [rows, row_bytes], scale [rows], offset [rows]; returns rows.
 int64_t check_table(InferContext& ctx, int codes_i, int64_t bits, int64_t cols) {
@@ -81,13 +78,7 @@ std::vector<float> row_params(const Tensor& t) {
 void infer_row_quantized_gather(InferContext& ctx) {
   const int64_t bits = checked_bits(ctx.node()), cols = checked_cols(ctx.node());
   check_table(ctx, 0, bits, cols);
-  const TensorInfo& indices = ctx.input(3);
-  if (indices.dtype != DType::kI32 && indices.dtype != DType::kI64) {
-    ctx.fail("indices must be i32 or i64, got " + std::string(dtype_name(indices.dtype)));
-  }
-  Shape out = indices.shape;
-  out.push_back(cols);
-  ctx.set_output(0, DType::kF32, out);
+  weight_only::infer_gather_output(ctx, 3, cols);
 }
 
 void run_row_quantized_gather(KernelContext& ctx) {
@@ -99,12 +90,7 @@ void run_row_quantized_gather(KernelContext& ctx) {
   const Tensor& indices = ctx.input(3);
   float* out = ctx.output(0).data<float>();
   for (int64_t i = 0; i < indices.numel(); ++i) {
-    int64_t r = indices.scalar_as_int(i);
-    if (r < -rows || r >= rows) {
-      ctx.fail("index " + std::to_string(r) + " is out of range [" + std::to_string(-rows) + ", " +
-               std::to_string(rows - 1) + "] of the " + std::to_string(rows) + "-row table");
-    }
-    if (r < 0) r += rows;
+    const int64_t r = weight_only::table_row(ctx, indices, i, rows);
     kernels::dequantize_row(codes.data<uint8_t>() + r * row_bytes, bits, cols, scale[static_cast<size_t>(r)],
                             offset[static_cast<size_t>(r)], out + i * cols);
   }
@@ -125,22 +111,7 @@ OpCost row_quantized_gather_cost(const Node& node, std::span<const TensorInfo> i
 
 void infer_row_quantized_gemm(InferContext& ctx) {
   const int64_t bits = checked_bits(ctx.node()), cols = checked_cols(ctx.node());
-  const TensorInfo& a = ctx.input(0);
-  if (a.dtype != DType::kF32) ctx.fail("A must be float32, got " + std::string(dtype_name(a.dtype)));
-  if (a.shape.empty() || a.shape.back() != cols) {
-    ctx.fail("A " + shape_str(a.shape) + " must end in K = cols = " + std::to_string(cols));
-  }
-  const int64_t n = check_table(ctx, 1, bits, cols);
-  if (ctx.has_input(4)) {
-    const TensorInfo& bias = ctx.input(4);
-    if (bias.dtype != DType::kF32 || bias.shape != Shape{n}) {
-      ctx.fail("bias must be float32 [" + std::to_string(n) + "], got " + std::string(dtype_name(bias.dtype)) + " " +
-               shape_str(bias.shape));
-    }
-  }
-  Shape out = a.shape;
-  out.back() = n;
-  ctx.set_output(0, DType::kF32, out);
+  weight_only::infer_gemm_output(ctx, cols, check_table(ctx, 1, bits, cols), 4);
 }
 
 void run_row_quantized_gemm(KernelContext& ctx) {

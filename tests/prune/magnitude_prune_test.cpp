@@ -11,47 +11,13 @@
 #include "compress/prune/prune_schedule.h"
 #include "engine/train/optimizer.h"
 #include "engine/train/training_session.h"
+#include "prune_model_builder.h"
 
 namespace xnn::prune {
 namespace {
 
-Tensor random_tensor(const Shape& shape, std::mt19937& rng) {
-  std::normal_distribution<float> dist(0.0f, 0.5f);
-  Tensor t(DType::kF32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-struct Builder {
-  std::shared_ptr<Model> model = std::make_shared<Model>();
-  std::mt19937 rng{42};
-  Graph& g() { return model->graph; }
-  int input(const std::string& name, const Shape& shape) {
-    Value v;
-    v.name = name;
-    v.dtype = DType::kF32;
-    v.has_shape = true;
-    for (int64_t d : shape) v.shape.push_back(Dim::fixed(d));
-    const int i = g().add_value(v);
-    g().inputs.push_back(i);
-    return i;
-  }
-  int weight(const std::string& name, const Shape& shape) { return g().add_constant(name, random_tensor(shape, rng)); }
-  int node(const std::string& op, const std::string& name, std::vector<int> inputs,
-           std::map<std::string, Attribute> attrs = {}) {
-    Node n;
-    n.op_type = op;
-    n.name = name;
-    n.inputs = std::move(inputs);
-    n.attrs = std::move(attrs);
-    Value v;
-    v.name = name + "_out";
-    v.dtype = DType::kF32;
-    n.outputs = {g().add_value(v)};
-    g().nodes.push_back(n);
-    return n.outputs[0];
-  }
-};
+using test::Builder;
+using test::random_tensor;
 
 // A CNN with a first conv, a depthwise conv, a pointwise conv, and an MLP head with a tiny layer.
 std::shared_ptr<Model> cnn() {

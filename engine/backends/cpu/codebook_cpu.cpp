@@ -8,6 +8,7 @@
 
 #include "engine/backends/cpu/cpu_kernel.h"
 #include "engine/kernels/codebook.h"
+#include "engine/ops/weight_only_common.h"
 
 namespace xnn {
 namespace {
@@ -64,13 +65,7 @@ class CodebookGatherKernel final : public CpuKernel {
     const Tensor& indices = ctx.input(2);
     float* out = ctx.output(0).data<float>();
     for (int64_t i = 0; i < indices.numel(); ++i) {
-      int64_t r = indices.scalar_as_int(i);
-      if (r < -w_.rows || r >= w_.rows) {
-        ctx.fail("index " + std::to_string(r) + " is out of range [" + std::to_string(-w_.rows) + ", " +
-                 std::to_string(w_.rows - 1) + "] of the " + std::to_string(w_.rows) + "-row table");
-      }
-      if (r < 0) r += w_.rows;
-      const uint8_t* row = w_.codes + r * w_.row_bytes;
+      const uint8_t* row = w_.codes + weight_only::table_row(ctx, indices, i, w_.rows) * w_.row_bytes;
       if (isa_ == kernels::Isa::kAvx2) {
         kernels::decode_codebook_row__avx2(row, w_.bits, w_.cols, table_.data(), w_.num_centroids, out + i * w_.cols);
       } else {
