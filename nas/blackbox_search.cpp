@@ -90,14 +90,6 @@ std::vector<CandidateResult> pareto(const NasConfig& config, const std::vector<C
   return front;
 }
 
-std::string front_text(const std::vector<CandidateResult>& front) {
-  std::string s;
-  for (const CandidateResult& r : front) {
-    s += (s.empty() ? "" : "; ") + r.name + " " + fmt("%.2f%%", 100 * r.top1) + "@" + fmt("%.3fms", r.latency_ms);
-  }
-  return s.empty() ? "(none yet)" : s;
-}
-
 void copy_model(const std::string& from, const std::string& to) {
   fs::create_directories(fs::path(to).parent_path());
   const std::string tmp = to + ".tmp";
@@ -177,6 +169,65 @@ TrialOutcome candidate_outcome(const NasConfig& config, const CandidateResult& r
   return o;
 }
 
+std::vector<CandidateResult> pareto_results(const NasConfig& config, const std::vector<CandidateResult>& results) {
+  return pareto(config, results);
+}
+
+std::string front_text(const std::vector<CandidateResult>& front) {
+  std::string s;
+  for (const CandidateResult& r : front) {
+    s += (s.empty() ? "" : "; ") + r.name + " " + fmt("%.2f%%", 100 * r.top1) + "@" + fmt("%.3fms", r.latency_ms);
+  }
+  return s.empty() ? "(none yet)" : s;
+}
+
+std::vector<CandidateResult> train_baselines(const NasConfig& config, const LatencyFn& latency,
+                                             const train::ProgressFn& progress) {
+  const auto log = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  // The same recipe (without the searched hyper-parameters), same measurement.
+  std::vector<CandidateResult> out;
+  for (const BaselineSpec& b : config.baselines) {
+    std::shared_ptr<Model> model;
+    std::string encoding;
+    if (b.builder) model = train::build_model(*b.builder, config.seed);
+    if (b.arch) {
+      model = arch::build_arch_model(config.space, *b.arch, config.seed, 0);
+      encoding = b.arch->to_string();
+    }
+    if (!b.model_file.empty()) model = load_model(b.model_file);
+    train::TrainConfig r = config.recipe;
+    r.name = config.name + "_" + b.name;
+    r.resume = true;  // a resumed search re-uses a baseline trained to the end
+    log("baseline " + b.name + ": training");
+    CandidateResult c = train_and_measure(model, r, (fs::path(config.output_dir) / "baselines" / b.name).string(),
+                                          latency, progress, nullptr);
+    c.name = b.name;
+    c.arch = encoding;
+    log("baseline " + summary(c));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void export_front(const NasConfig& config, std::vector<CandidateResult>& front, const train::ProgressFn& progress) {
+  const auto log = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const fs::path front_dir = fs::path(config.output_dir) / "front";
+  fs::remove_all(front_dir);
+  for (CandidateResult& c : front) {
+    const std::string xnn = (front_dir / (c.name + ".xnn")).string();
+    const std::string onnx = (front_dir / (c.name + ".onnx")).string();
+    copy_model(c.xnn_path, xnn);
+    copy_model(c.onnx_path, onnx);
+    c.xnn_path = xnn;
+    c.onnx_path = onnx;
+    log("front " + summary(c) + " -> " + xnn);
+  }
+}
+
 SearchResult run_blackbox_search(const NasConfig& config, Store& store, const LatencyFn& latency,
                                  const train::ProgressFn& progress) {
   const auto log = [&](const std::string& line) {
@@ -232,41 +283,9 @@ SearchResult run_blackbox_search(const NasConfig& config, Store& store, const La
         std::to_string(config.trials) + "]; front: " + front_text(pareto(config, complete_results(config, study))));
   }
 
-  // Baselines: the same recipe (without the searched hyper-parameters), same measurement.
-  for (const BaselineSpec& b : config.baselines) {
-    std::shared_ptr<Model> model;
-    std::string encoding;
-    if (b.builder) model = train::build_model(*b.builder, config.seed);
-    if (b.arch) {
-      model = arch::build_arch_model(config.space, *b.arch, config.seed, 0);
-      encoding = b.arch->to_string();
-    }
-    if (!b.model_file.empty()) model = load_model(b.model_file);
-    train::TrainConfig r = config.recipe;
-    r.name = config.name + "_" + b.name;
-    r.resume = true;  // a resumed search re-uses a baseline trained to the end
-    log("baseline " + b.name + ": training");
-    CandidateResult c = train_and_measure(model, r, (fs::path(config.output_dir) / "baselines" / b.name).string(),
-                                          latency, progress, nullptr);
-    c.name = b.name;
-    c.arch = encoding;
-    log("baseline " + summary(c));
-    result.baselines.push_back(std::move(c));
-  }
-
-  // Export the front.
-  result.front = pareto(config, complete_results(config, study));
-  const fs::path front_dir = fs::path(config.output_dir) / "front";
-  fs::remove_all(front_dir);
-  for (CandidateResult& c : result.front) {
-    const std::string xnn = (front_dir / (c.name + ".xnn")).string();
-    const std::string onnx = (front_dir / (c.name + ".onnx")).string();
-    copy_model(c.xnn_path, xnn);
-    copy_model(c.onnx_path, onnx);
-    c.xnn_path = xnn;
-    c.onnx_path = onnx;
-    log("front " + summary(c) + " -> " + xnn);
-  }
+  result.baselines = train_baselines(config, latency, progress);
+  result.front = pareto_results(config, complete_results(config, study));
+  export_front(config, result.front, progress);
   return result;
 }
 

@@ -59,6 +59,20 @@ struct SearchResult {
   std::vector<CandidateResult> baselines;  // in config order
 };
 
+// Pieces every search method shares (one-shot searches reuse them):
+// the feasible Pareto front of `results` (max top1, min latency_ms), by latency; with a single
+// objective (top1), the best feasible one.
+std::vector<CandidateResult> pareto_results(const NasConfig& config, const std::vector<CandidateResult>& results);
+// "trial_3 91.20%@0.412ms; trial_7 ..." (progress lines), or "(none yet)".
+std::string front_text(const std::vector<CandidateResult>& front);
+// Trains and measures the config's baselines with the recipe into <output_dir>/baselines/<name>/
+// (a resumed search re-uses a baseline trained to the end), in config order.
+std::vector<CandidateResult> train_baselines(const NasConfig& config, const LatencyFn& latency,
+                                             const train::ProgressFn& progress);
+// Copies each result's .xnn and .onnx to <output_dir>/front/<name>.xnn/.onnx (the folder is
+// replaced) and points the result at the copies.
+void export_front(const NasConfig& config, std::vector<CandidateResult>& front, const train::ProgressFn& progress);
+
 // Runs (or resumes) the study `config.name` in `store` up to config.trials finished trials,
 // trains and measures the baselines, and exports the front to <output_dir>/front/<name>.xnn
 // and .onnx. `progress` gets a line per trial with the current front.

@@ -268,7 +268,7 @@ NasConfig parse_nas_config(const YAML::Node& root, const std::string& file) {
 
   if (top.has("latency")) {
     Section s(top.get("latency"), "latency", file,
-              {"target", "method", "predictor", "threads", "warmup", "runs", "min_time"});
+              {"target", "method", "predictor", "threads", "warmup", "runs", "min_time", "feedback"});
     s.read("target", c.latency.target, "a target kind (e.g. cpu)");
     s.read("method", c.latency.method, "measured or predicted");
     check_one_of(s, "method", c.latency.method, {"measured", "predicted"});
@@ -286,6 +286,11 @@ NasConfig parse_nas_config(const YAML::Node& root, const std::string& file) {
     s.read("runs", c.latency.runs, "an integer >= 1");
     if (c.latency.runs < 1) s.fail("runs", "must be >= 1");
     s.read("min_time", c.latency.min_time, "a number of seconds >= 0");
+    s.read("feedback", c.latency.feedback, "a number of front candidates >= 0");
+    if (c.latency.feedback < 0) s.fail("feedback", "must be >= 0");
+    if (c.latency.feedback > 0 && c.latency.method != "predicted") {
+      s.fail("feedback", "re-measures candidates to refit the predictor: it needs method: predicted");
+    }
   }
 
   if (top.has("baselines")) {

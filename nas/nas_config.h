@@ -45,6 +45,8 @@ struct LatencySource {
   int threads = 1;
   int warmup = 5, runs = 20;
   double min_time = 0.2;            // seconds
+  int feedback = 0;                 // predicted: re-measure this many front candidates on the target
+                                    // and refit the predictor (nas/hardware_feedback.h); 0 = off
 };
 
 // A hand-designed model trained with the same recipe and measured like the candidates: a

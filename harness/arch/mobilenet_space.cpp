@@ -229,89 +229,6 @@ int64_t parse_count(const std::string& s) {
   return std::stoll(s);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Graph construction.
-
-class GraphBuilder {
- public:
-  explicit GraphBuilder(uint64_t seed) : rng_(seed), model_(std::make_shared<Model>()) {}
-  Graph& g() { return model_->graph; }
-  std::shared_ptr<Model> model() { return model_; }
-
-  int node(const std::string& op, const std::string& name, std::vector<int> inputs,
-           std::map<std::string, Attribute> attrs = {}) {
-    Node n;
-    n.op_type = op;
-    n.name = name;
-    n.inputs = std::move(inputs);
-    n.attrs = std::move(attrs);
-    Value v;
-    v.name = name + "_out";
-    v.dtype = DType::kF32;
-    n.outputs = {g().add_value(v)};
-    g().nodes.push_back(std::move(n));
-    return g().nodes.back().outputs[0];
-  }
-
-  // PyTorch's default init: U(±1/√fan_in) for weights and biases (kaiming-uniform with a = √5).
-  int uniform(const std::string& name, const Shape& shape, float bound) {
-    Tensor t(DType::kF32, shape);
-    float* p = t.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>((2.0 * unit(rng_) - 1.0) * bound);
-    return g().add_constant(name, std::move(t));
-  }
-  int filled(const std::string& name, const Shape& shape, float v) {
-    Tensor t(DType::kF32, shape);
-    std::fill(t.data<float>(), t.data<float>() + t.numel(), v);
-    return g().add_constant(name, std::move(t));
-  }
-
-  // kxk convolution, "same" padding; a bias only when no BatchNorm follows (β replaces it).
-  int conv(const std::string& name, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t group,
-           bool bias) {
-    const float bound = 1.0f / std::sqrt(static_cast<float>((cin / group) * k * k));
-    std::vector<int> ins = {x, uniform(name + ".weight", {cout, cin / group, k, k}, bound)};
-    if (bias) ins.push_back(uniform(name + ".bias", {cout}, bound));
-    const int64_t pad = k / 2;
-    return node("Conv", name, ins,
-                {{"kernel_shape", std::vector<int64_t>{k, k}},
-                 {"strides", std::vector<int64_t>{stride, stride}},
-                 {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
-                 {"group", group}});
-  }
-  int batch_norm(const std::string& name, int x, int64_t c) {
-    return node("BatchNormalization", name,
-                {x, filled(name + ".weight", {c}, 1.0f), filled(name + ".bias", {c}, 0.0f),
-                 filled(name + ".running_mean", {c}, 0.0f), filled(name + ".running_var", {c}, 1.0f)},
-                {{"epsilon", 1e-5f}, {"momentum", 0.9f}});
-  }
-  int activation(const std::string& act, const std::string& name, int x) {
-    if (act == "relu") return node("Relu", name + ".relu", {x});
-    if (act == "relu6") {
-      const int lo = g().add_constant(name + ".relu6_min", Tensor::scalar<float>(0.0f));
-      const int hi = g().add_constant(name + ".relu6_max", Tensor::scalar<float>(6.0f));
-      return node("Clip", name + ".relu6", {x, lo, hi});
-    }
-    if (act == "hardswish") return node("HardSwish", name + ".hardswish", {x});
-    if (act == "silu") {  // x·sigmoid(x): the ops training has gradients for
-      const int s = node("Sigmoid", name + ".silu_sigmoid", {x});
-      return node("Mul", name + ".silu", {x, s});
-    }
-    throw Error("arch: unknown activation '" + act + "' (expected one of " + join(supported_activations()) + ")");
-  }
-  // conv + BN + activation
-  int conv_bn_act(const std::string& name, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
-                  int64_t group, const std::string& act) {
-    x = conv(name + ".conv", x, cin, cout, k, stride, group, false);
-    x = batch_norm(name + ".bn", x, cout);
-    return activation(act, name, x);
-  }
-
- private:
-  std::mt19937_64 rng_;
-  std::shared_ptr<Model> model_;
-};
-
 void require_in_space(const SearchSpace& space, const Arch& arch, const std::string& what) {
   std::string why;
   if (!arch_in_space(space, arch, &why)) throw Error(what + ": architecture '" + arch.to_string() + "' is not in the space: " + why);
@@ -649,6 +566,123 @@ Arch mutate_arch(const SearchSpace& space, const Arch& arch, std::mt19937_64& rn
 }
 
 // ---------------------------------------------------------------------------------------------
+// Graph construction.
+
+GraphBuilder::GraphBuilder(uint64_t seed) : rng_(seed), model_(std::make_shared<Model>()) {}
+
+int GraphBuilder::node(const std::string& op, const std::string& name, std::vector<int> inputs,
+                       std::map<std::string, Attribute> attrs) {
+  Node n;
+  n.op_type = op;
+  n.name = name;
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  Value v;
+  v.name = name + "_out";
+  v.dtype = DType::kF32;
+  n.outputs = {g().add_value(v)};
+  g().nodes.push_back(std::move(n));
+  return g().nodes.back().outputs[0];
+}
+
+// PyTorch's default init: U(±1/√fan_in) for weights and biases (kaiming-uniform with a = √5).
+int GraphBuilder::uniform(const std::string& name, const Shape& shape, float bound) {
+  Tensor t(DType::kF32, shape);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>((2.0 * unit(rng_) - 1.0) * bound);
+  return g().add_constant(name, std::move(t));
+}
+int GraphBuilder::filled(const std::string& name, const Shape& shape, float v) {
+  Tensor t(DType::kF32, shape);
+  std::fill(t.data<float>(), t.data<float>() + t.numel(), v);
+  return g().add_constant(name, std::move(t));
+}
+
+// kxk convolution, "same" padding; a bias only when no BatchNorm follows (β replaces it).
+int GraphBuilder::conv(const std::string& name, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                       int64_t group, bool bias) {
+  const float bound = 1.0f / std::sqrt(static_cast<float>((cin / group) * k * k));
+  std::vector<int> ins = {x, uniform(name + ".weight", {cout, cin / group, k, k}, bound)};
+  if (bias) ins.push_back(uniform(name + ".bias", {cout}, bound));
+  const int64_t pad = k / 2;
+  return node("Conv", name, ins,
+              {{"kernel_shape", std::vector<int64_t>{k, k}},
+               {"strides", std::vector<int64_t>{stride, stride}},
+               {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+               {"group", group}});
+}
+int GraphBuilder::batch_norm(const std::string& name, int x, int64_t c) {
+  return node("BatchNormalization", name,
+              {x, filled(name + ".weight", {c}, 1.0f), filled(name + ".bias", {c}, 0.0f),
+               filled(name + ".running_mean", {c}, 0.0f), filled(name + ".running_var", {c}, 1.0f)},
+              {{"epsilon", 1e-5f}, {"momentum", 0.9f}});
+}
+int GraphBuilder::activation(const std::string& act, const std::string& name, int x) {
+  if (act == "relu") return node("Relu", name + ".relu", {x});
+  if (act == "relu6") {
+    const int lo = g().add_constant(name + ".relu6_min", Tensor::scalar<float>(0.0f));
+    const int hi = g().add_constant(name + ".relu6_max", Tensor::scalar<float>(6.0f));
+    return node("Clip", name + ".relu6", {x, lo, hi});
+  }
+  if (act == "hardswish") return node("HardSwish", name + ".hardswish", {x});
+  if (act == "silu") {  // x·sigmoid(x): the ops training has gradients for
+    const int s = node("Sigmoid", name + ".silu_sigmoid", {x});
+    return node("Mul", name + ".silu", {x, s});
+  }
+  throw Error("arch: unknown activation '" + act + "' (expected one of " + join(supported_activations()) + ")");
+}
+int GraphBuilder::conv_bn_act(const std::string& name, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                              int64_t group, const std::string& act) {
+  x = conv(name + ".conv", x, cin, cout, k, stride, group, false);
+  x = batch_norm(name + ".bn", x, cout);
+  return activation(act, name, x);
+}
+
+int GraphBuilder::input(int64_t batch, int64_t channels, int64_t resolution) {
+  Value in;
+  in.name = "input";
+  in.dtype = DType::kF32;
+  in.has_shape = true;
+  in.shape = {batch > 0 ? Dim::fixed(batch) : Dim::named("batch"), Dim::fixed(channels), Dim::fixed(resolution),
+              Dim::fixed(resolution)};
+  const int x = g().add_value(in);
+  g().inputs.push_back(x);
+  return x;
+}
+
+int GraphBuilder::block(const std::string& name, int x, int64_t cin, int64_t cout, int64_t stride,
+                        const BlockChoice& blk, int64_t channel_divisor) {
+  const int64_t mid = cin * blk.expansion;
+  int y = x;
+  if (blk.expansion > 1) y = conv_bn_act(name + ".expand", y, cin, mid, 1, 1, 1, blk.activation);
+  y = conv_bn_act(name + ".depthwise", y, mid, mid, blk.kernel, stride, mid, blk.activation);
+  if (blk.se) {
+    const int64_t squeezed = make_divisible(static_cast<double>(mid) / 4.0, channel_divisor);
+    int z = node("GlobalAveragePool", name + ".se.pool", {y});
+    z = conv(name + ".se.reduce", z, mid, squeezed, 1, 1, 1, true);
+    z = node("Relu", name + ".se.relu", {z});
+    z = conv(name + ".se.expand", z, squeezed, mid, 1, 1, 1, true);
+    z = node("HardSigmoid", name + ".se.gate", {z}, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}});  // PyTorch's hardsigmoid
+    y = node("Mul", name + ".se.scale", {y, z});
+  }
+  y = conv(name + ".project.conv", y, mid, cout, 1, 1, 1, false);
+  y = batch_norm(name + ".project.bn", y, cout);
+  if (stride == 1 && cin == cout) y = node("Add", name + ".residual", {x, y});
+  return y;
+}
+
+int GraphBuilder::classifier(const SearchSpace& space, int x, int64_t cin, double width) {
+  const int64_t head = head_channels(space, width);
+  x = conv_bn_act("head", x, cin, head, 1, 1, 1, space.head_activation);
+  x = node("GlobalAveragePool", "pool", {x});
+  x = node("Flatten", "flatten", {x}, {{"axis", int64_t{1}}});
+  const float bound = 1.0f / std::sqrt(static_cast<float>(head));
+  return node("Gemm", "classifier", {x, uniform("classifier.weight", {space.classes, head}, bound),
+                                     uniform("classifier.bias", {space.classes}, bound)},
+              {{"transB", int64_t{1}}});
+}
+
+// ---------------------------------------------------------------------------------------------
 // Building the model.
 
 int64_t stage_channels(const SearchSpace& space, size_t s, double width) {
@@ -667,52 +701,19 @@ std::shared_ptr<Model> build_arch_model(const SearchSpace& space, const Arch& ar
   Graph& g = b.g();
   g.name = "mobilenet_space";
 
-  Value in;
-  in.name = "input";
-  in.dtype = DType::kF32;
-  in.has_shape = true;
-  const int64_t r = arch.resolution;
-  in.shape = {batch > 0 ? Dim::fixed(batch) : Dim::named("batch"), Dim::fixed(space.in_channels), Dim::fixed(r), Dim::fixed(r)};
-  int x = g.add_value(in);
-  g.inputs.push_back(x);
-
+  int x = b.input(batch, space.in_channels, arch.resolution);
   int64_t c = stem_channels(space, arch.width);
   x = b.conv_bn_act("stem", x, space.in_channels, c, 3, space.stem_stride, 1, space.stem_activation);
   for (size_t s = 0; s < arch.stages.size(); ++s) {
     const int64_t out = stage_channels(space, s, arch.width);
     for (size_t i = 0; i < arch.stages[s].size(); ++i) {
-      const BlockChoice& blk = arch.stages[s][i];
       const std::string name = "stage" + std::to_string(s) + ".block" + std::to_string(i);
       const int64_t stride = i == 0 ? space.stages[s].stride : 1;
-      const int64_t mid = c * blk.expansion;
-      const int block_in = x;
-      int y = x;
-      if (blk.expansion > 1) y = b.conv_bn_act(name + ".expand", y, c, mid, 1, 1, 1, blk.activation);
-      y = b.conv_bn_act(name + ".depthwise", y, mid, mid, blk.kernel, stride, mid, blk.activation);
-      if (blk.se) {
-        const int64_t squeezed = make_divisible(static_cast<double>(mid) / 4.0, space.channel_divisor);
-        int z = b.node("GlobalAveragePool", name + ".se.pool", {y});
-        z = b.conv(name + ".se.reduce", z, mid, squeezed, 1, 1, 1, true);
-        z = b.node("Relu", name + ".se.relu", {z});
-        z = b.conv(name + ".se.expand", z, squeezed, mid, 1, 1, 1, true);
-        z = b.node("HardSigmoid", name + ".se.gate", {z}, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}});  // PyTorch's hardsigmoid
-        y = b.node("Mul", name + ".se.scale", {y, z});
-      }
-      y = b.conv(name + ".project.conv", y, mid, out, 1, 1, 1, false);
-      y = b.batch_norm(name + ".project.bn", y, out);
-      if (stride == 1 && c == out) y = b.node("Add", name + ".residual", {block_in, y});
-      x = y;
+      x = b.block(name, x, c, out, stride, arch.stages[s][i], space.channel_divisor);
       c = out;
     }
   }
-  const int64_t head = head_channels(space, arch.width);
-  x = b.conv_bn_act("head", x, c, head, 1, 1, 1, space.head_activation);
-  x = b.node("GlobalAveragePool", "pool", {x});
-  x = b.node("Flatten", "flatten", {x}, {{"axis", int64_t{1}}});
-  const float bound = 1.0f / std::sqrt(static_cast<float>(head));
-  x = b.node("Gemm", "classifier", {x, b.uniform("classifier.weight", {space.classes, head}, bound),
-                                     b.uniform("classifier.bias", {space.classes}, bound)},
-             {{"transB", int64_t{1}}});
+  x = b.classifier(space, x, c, arch.width);
   g.value(x).name = "logits";
   g.value(x).has_shape = true;
   g.value(x).shape = {batch > 0 ? Dim::fixed(batch) : Dim::named("batch"), Dim::fixed(space.classes)};

@@ -24,6 +24,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -122,6 +123,39 @@ Arch mutate_arch(const SearchSpace& space, const Arch& arch, std::mt19937_64& rn
 int64_t stage_channels(const SearchSpace& space, size_t s, double width);
 int64_t stem_channels(const SearchSpace& space, double width);
 int64_t head_channels(const SearchSpace& space, double width);  // never below the base (V2 rule)
+
+// The graph-building steps of build_arch_model, public for models made of the same pieces
+// (NAS supernets, the one-block models of a per-op latency table). Value names follow
+// build_arch_model's ("<name>.conv.weight", "<name>.bn.running_mean", ...).
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(uint64_t seed);  // weights drawn from `seed`, in call order
+  Graph& g() { return model_->graph; }
+  std::shared_ptr<Model> model() { return model_; }
+
+  // A node with one f32 output "<name>_out"; returns the output's value index.
+  int node(const std::string& op, const std::string& name, std::vector<int> inputs,
+           std::map<std::string, Attribute> attrs = {});
+  int uniform(const std::string& name, const Shape& shape, float bound);  // U(-bound, bound) initialiser
+  int filled(const std::string& name, const Shape& shape, float v);
+  int conv(const std::string& name, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t group,
+           bool bias);
+  int batch_norm(const std::string& name, int x, int64_t c);
+  int activation(const std::string& act, const std::string& name, int x);
+  int conv_bn_act(const std::string& name, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                  int64_t group, const std::string& act);
+  // The graph input "input" [batch, C, r, r] (a symbolic "batch" dim when batch <= 0).
+  int input(int64_t batch, int64_t channels, int64_t resolution);
+  // One inverted-residual block (build_arch_model's; residual Add when stride 1 and cin == cout).
+  int block(const std::string& name, int x, int64_t cin, int64_t cout, int64_t stride, const BlockChoice& choice,
+            int64_t channel_divisor);
+  // Head 1x1 conv + BN + act, GlobalAveragePool, Flatten, Gemm to the classes: the logits.
+  int classifier(const SearchSpace& space, int x, int64_t cin, double width);
+
+ private:
+  std::mt19937_64 rng_;
+  std::shared_ptr<Model> model_;
+};
 
 // The model: input "input" [batch, C, r, r] (a symbolic "batch" dim when batch <= 0), output
 // "logits" [batch, classes]. Stem 3x3 conv + BN + act; per block: 1x1 expand + BN + act (when

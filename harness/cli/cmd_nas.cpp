@@ -9,13 +9,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "engine/core/error.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registries.h"
 #include "harness/runner/runner.h"
 #include "harness/util/json.h"
+#include "harness/predict/calibration.h"
 #include "nas/blackbox_search.h"
+#include "nas/hardware_feedback.h"
+#include "nas/darts/darts_search.h"
+#include "nas/oneshot/oneshot_search.h"
 
 namespace xnn::cli {
 namespace fs = std::filesystem;
@@ -54,6 +59,8 @@ bool dominates(const nas::CandidateResult& a, const nas::CandidateResult& b) {
 nas::SearchResult run_search(const nas::NasConfig& cfg, Store& store, const nas::LatencyFn& latency,
                              const train::ProgressFn& log) {
   if (cfg.method == "blackbox") return nas::run_blackbox_search(cfg, store, latency, log);
+  if (cfg.method == "oneshot") return nas::run_oneshot_search(cfg, store, latency, log);
+  if (cfg.method == "darts") return nas::run_darts_search(cfg, store, latency, log);
   throw Error(cfg.file + ": method '" + cfg.method + "' is not available in this build of xnn-lab");
 }
 
@@ -109,6 +116,15 @@ void add_nas_command(CLI::App& app, int& exit_code) {
     apply_job_metrics(out, result.front);
     apply_job_metrics(out, result.baselines);
 
+    // Hardware feedback: the top predicted candidates measured on the target refit the predictor.
+    std::optional<nas::FeedbackResult> feedback;
+    if (cfg.latency.feedback > 0) {
+      TargetSettings fts = ts;
+      fts.name = predict::target_key(ts.kind, ts.threads);
+      std::unique_ptr<Target> feedback_target = target_registry().create(fts);
+      feedback = nas::hardware_feedback(cfg, result, store, *feedback_target, log);
+    }
+
     std::vector<std::string> dominated;
     for (const nas::CandidateResult& b : result.baselines) {
       for (const nas::CandidateResult& p : result.front) {
@@ -120,7 +136,9 @@ void add_nas_command(CLI::App& app, int& exit_code) {
     }
     if (as_json) {
       json::Writer w;
-      w.begin_object().field("study", result.study).field("strategy", cfg.strategy).field("db", db_path);
+      w.begin_object().field("study", result.study).field("method", cfg.method);
+      if (cfg.method == "blackbox") w.field("strategy", cfg.strategy);
+      w.field("db", db_path);
       w.field("run", out.run_id).field("complete", result.complete).field("pruned", result.pruned);
       w.field("failed", result.failed).key("front").begin_array();
       for (const auto& r : result.front) write_point(w, r, cfg);
@@ -128,7 +146,19 @@ void add_nas_command(CLI::App& app, int& exit_code) {
       for (const auto& r : result.baselines) write_point(w, r, cfg);
       w.end_array().key("dominated_baselines").begin_array();
       for (const auto& n : dominated) w.value(n);
-      w.end_array().end_object();
+      w.end_array();
+      if (feedback) {
+        w.key("feedback").begin_object().field("predictor", feedback->predictor_path);
+        w.field("experiment", feedback->experiment).field("calibration_models", feedback->calibration_models);
+        w.key("points").begin_array();
+        for (const auto& p : feedback->points) {
+          w.begin_object().field("name", p.name).field("arch", p.arch).field("model", p.model);
+          w.field("predicted_before_ms", p.predicted_before_ms).field("measured_ms", p.measured_ms);
+          w.field("predicted_after_ms", p.predicted_after_ms).end_object();
+        }
+        w.end_array().end_object();
+      }
+      w.end_object();
       std::printf("%s\n", w.str().c_str());
     } else {
       std::printf("study %s: %d complete, %d pruned, %d failed; measured in run %s\n", result.study.c_str(),
@@ -141,6 +171,15 @@ void add_nas_command(CLI::App& app, int& exit_code) {
         }
       }
       std::printf("baselines dominated by the front: %zu of %zu\n", dominated.size(), result.baselines.size());
+      if (feedback) {
+        std::printf("hardware feedback: predictor refitted on %d calibration models -> %s\n",
+                    feedback->calibration_models, feedback->predictor_path.c_str());
+        std::printf("  %-16s %14s %12s %14s\n", "model", "predicted ms", "measured ms", "refitted ms");
+        for (const auto& p : feedback->points) {
+          std::printf("  %-16s %14.4f %12.4f %14.4f\n", p.name.c_str(), p.predicted_before_ms, p.measured_ms,
+                      p.predicted_after_ms);
+        }
+      }
     }
     exit_code = out.failed ? 1 : 0;
   });

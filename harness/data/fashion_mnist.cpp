@@ -257,4 +257,20 @@ Tensor make_batch(const Dataset& ds, int64_t begin, int64_t count, const Preproc
   return t;
 }
 
+Dataset slice_dataset(const Dataset& ds, int64_t begin, int64_t count) {
+  if (begin < 0 || count < 0 || begin + count > ds.count) {
+    throw Error("slice_dataset: samples [" + std::to_string(begin) + ", " + std::to_string(begin + count) +
+                ") are outside the dataset's " + std::to_string(ds.count));
+  }
+  Dataset out;
+  out.count = count;
+  out.rows = ds.rows;
+  out.cols = ds.cols;
+  out.num_classes = ds.num_classes;
+  const int64_t px = ds.rows * ds.cols;
+  out.images.assign(ds.images.begin() + begin * px, ds.images.begin() + (begin + count) * px);
+  out.labels.assign(ds.labels.begin() + begin, ds.labels.begin() + begin + count);
+  return out;
+}
+
 }  // namespace xnn::data

@@ -55,4 +55,8 @@ struct Preprocess {
 Tensor make_batch(const Dataset& ds, int64_t begin, int64_t count, const Preprocess& p,
                   const Shape& model_input_shape);
 
+// Samples [begin, begin+count) as a dataset of their own (e.g. a search's weight and
+// validation parts of the training split). Throws when the range is outside `ds`.
+Dataset slice_dataset(const Dataset& ds, int64_t begin, int64_t count);
+
 }  // namespace xnn::data

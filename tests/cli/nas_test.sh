@@ -60,6 +60,26 @@ python3 -c "import json,sys; s=json.load(open(sys.argv[1])); t=s['trial_list']; 
 "$XNN_LAB" list --db "$DB" > "$WORK/list.txt"
 grep -q 'nas:fmnist_evolution_ci' "$WORK/list.txt" || { cat "$WORK/list.txt"; fail "measurement run in the store"; }
 
+# hardware feedback: a predictor calibrated on a few space models ranks the candidates; the top 2
+# of the front are measured on the CPU, join the calibration set, and the predictor is refitted
+"$XNN_LAB" calibrate --target cpu --db "$WORK/lab.db" --models 6 --space "$SRC/configs/arch/fmnist_space.yaml" \
+  --passes 1 --warmup 1 --runs 3 --min-time 0.01 -o "$WORK/predictor.json" > "$WORK/calib.txt" 2>&1 \
+  || { cat "$WORK/calib.txt"; fail "calibrate"; }
+"$XNN_LAB" nas "$CONFIG" trials=3 latency.method=predicted latency.predictor="$WORK/predictor.json" latency.feedback=2 \
+  output.dir="$WORK/fb" --db "$WORK/lab.db" --json > "$WORK/fb.json" 2> "$WORK/fb.log" \
+  || { cat "$WORK/fb.log"; fail "nas with hardware feedback"; }
+python3 - "$WORK/fb.json" <<'PY' || { cat "$WORK/fb.log"; fail "feedback in the JSON"; }
+import json, os, sys
+f = json.load(open(sys.argv[1]))["feedback"]
+assert os.path.isfile(f["predictor"]) and f["experiment"] == "calibration:cpu-t1", f
+assert 1 <= len(f["points"]) <= 2, f
+assert f["calibration_models"] == 6 + len(f["points"]), f
+for p in f["points"]:
+    assert p["measured_ms"] > 0 and p["predicted_before_ms"] > 0 and p["predicted_after_ms"] > 0, p
+PY
+if "$XNN_LAB" nas "$CONFIG" latency.feedback=2 --db "$DB" 2> "$WORK/err.txt"; then fail "feedback without a predictor accepted"; fi
+grep -q "feedback.*needs method: predicted" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "feedback error message"; }
+
 # a config error names the file, line and key
 if "$XNN_LAB" nas "$CONFIG" strategy.type=evolutoin --db "$DB" 2> "$WORK/err.txt"; then fail "bad strategy accepted"; fi
 grep -q "fmnist_evolution_ci.yaml.*did you mean 'evolution'" "$WORK/err.txt" || { cat "$WORK/err.txt"; fail "error message"; }

@@ -1,0 +1,41 @@
+#include "nas/oneshot/oneshot_config.h"
+
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "harness/config/yaml_section.h"
+
+namespace xnn::nas {
+
+OneshotOptions parse_oneshot_options(const NasConfig& config) {
+  if (config.method != "oneshot") throw Error(config.file + ": the one-shot search needs 'method: oneshot'");
+  if (config.pruner != "none") {
+    throw Error(config.file + ": 'pruner' must be none with method oneshot (subnets are scored, not trained)");
+  }
+  if (!config.hyperparameters.empty()) {
+    throw Error(config.file + ": 'hyperparameters' are not searched with method oneshot (the supernet has one recipe)");
+  }
+  const config::YamlSection s(config.method_options, "oneshot", config.file,
+                              {"width", "epochs", "steps_per_path", "validation_size", "bn_batches", "retrain"});
+  OneshotOptions o;
+  o.width = *std::max_element(config.space.width_multipliers.begin(), config.space.width_multipliers.end());
+  o.epochs = config.recipe.epochs;
+  s.read("width", o.width, "a number (one of the space's width_multipliers)");
+  if (std::find(config.space.width_multipliers.begin(), config.space.width_multipliers.end(), o.width) ==
+      config.space.width_multipliers.end()) {
+    s.fail("width", "must be one of the space's width_multipliers");
+  }
+  s.read("epochs", o.epochs, "an integer >= 1");
+  if (o.epochs < 1) s.fail("epochs", "must be >= 1");
+  s.read("steps_per_path", o.steps_per_path, "an integer >= 1");
+  if (o.steps_per_path < 1) s.fail("steps_per_path", "must be >= 1");
+  s.read("validation_size", o.validation_size, "an integer >= 1 (training images held out)");
+  if (o.validation_size < 1) s.fail("validation_size", "must be >= 1");
+  s.read("bn_batches", o.bn_batches, "an integer >= 1");
+  if (o.bn_batches < 1) s.fail("bn_batches", "must be >= 1");
+  s.read("retrain", o.retrain, "an integer >= 1");
+  if (o.retrain < 1) s.fail("retrain", "must be >= 1");
+  return o;
+}
+
+}  // namespace xnn::nas

@@ -1,0 +1,27 @@
+// The `oneshot:` section of a NAS config (`method: oneshot`; schema in configs/nas/README.md):
+// how the weight-sharing supernet is trained, how subnets are scored with inherited weights and
+// how many winners are retrained from scratch. The rest of the NAS config keeps its meaning:
+// `trials` is the number of subnets the search scores, `strategy` searches them (aging
+// evolution by default), `train` is the recipe of the supernet (optimizer, schedule, data) and
+// of the retrained winners and baselines.
+#pragma once
+#include <cstdint>
+
+#include "nas/nas_config.h"
+
+namespace xnn::nas {
+
+struct OneshotOptions {
+  double width = 0;             // the supernet's width multiplier; default the space's largest
+  int epochs = 0;               // supernet training epochs; default the recipe's
+  int steps_per_path = 1;       // optimiser steps on one sampled path before the next is drawn
+  int64_t validation_size = 5000;  // training images held out to score subnets (never trained on)
+  int bn_batches = 8;           // training batches that re-calibrate a subnet's BatchNorm statistics
+  int retrain = 2;              // front candidates (best inherited top-1 first) retrained from scratch
+};
+
+// Reads config.method_options (strict keys; errors name FILE:LINE:COL and the key) and checks
+// the rest of the config fits a one-shot search (no pruner, no searched hyper-parameters).
+OneshotOptions parse_oneshot_options(const NasConfig& config);
+
+}  // namespace xnn::nas

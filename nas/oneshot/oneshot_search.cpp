@@ -1,0 +1,205 @@
+#include "nas/oneshot/oneshot_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/core/error.h"
+#include "engine/format/xnn_format.h"
+#include "harness/util/json.h"
+#include "nas/oneshot/oneshot_config.h"
+#include "nas/oneshot/subnet_scoring.h"
+#include "nas/oneshot/supernet_training.h"
+#include "nas/oneshot/supernet_weights.h"
+
+namespace fs = std::filesystem;
+
+namespace xnn::nas {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string attr(const TrialRecord& r, const std::string& key) {
+  const auto it = r.user_attrs.find(key);
+  if (it == r.user_attrs.end()) throw Error("oneshot: subnet trial " + std::to_string(r.number) + " lacks '" + key + "'");
+  return it->second;
+}
+
+std::string subnet_name(int64_t number) { return "subnet_" + std::to_string(number); }
+
+// The scored subnets (COMPLETE trials) with their inherited-weight accuracy and measurements.
+std::vector<CandidateResult> scored_subnets(Study& study) {
+  std::vector<CandidateResult> out;
+  for (const TrialRecord& r : study.trial_records()) {
+    if (r.state != TrialState::kComplete) continue;
+    CandidateResult c;
+    c.trial = r.number;
+    c.name = subnet_name(r.number);
+    c.top1 = r.values.at(0);
+    c.latency_ms = std::stod(attr(r, "latency_ms"));
+    c.params = std::stoll(attr(r, "params"));
+    c.size_bytes = std::stoll(attr(r, "size_bytes"));
+    const std::string a = attr(r, "arch");
+    c.arch = a.size() >= 2 ? a.substr(1, a.size() - 2) : a;  // our own JSON string: an encoding, no escapes
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Subnets per "generation" in the progress lines: the evolution's population (a generation's
+// worth of asks), else 10.
+int generation_size(const NasConfig& config) {
+  const YAML::Node& o = config.strategy_options;
+  if (o && o.IsMap() && o["population_size"]) return std::max(1, o["population_size"].as<int>());
+  return 10;
+}
+
+}  // namespace
+
+SearchResult run_oneshot_search(const NasConfig& config, Store& store, const LatencyFn& latency,
+                                const train::ProgressFn& progress) {
+  const auto log = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const OneshotOptions options = parse_oneshot_options(config);
+  const train::TrainConfig& recipe = config.recipe;
+
+  // 1. The supernet.
+  const auto t_supernet = Clock::now();
+  const SupernetData data = load_supernet_data(recipe, options.validation_size);
+  SupernetWeights weights(config.space, options.width, config.seed);
+  const std::string checkpoint = (fs::path(config.output_dir) / "supernet" / "supernet.tensors").string();
+  const SupernetTrainResult trained =
+      train_supernet(weights, data.train, recipe, options, config.seed, checkpoint, progress);
+  const double supernet_s = seconds_since(t_supernet);
+  log("supernet: " + std::to_string(trained.steps) + " steps, " + std::to_string(weights.size()) + " tensors, " +
+      fmt("%.1f s", supernet_s) +
+      (trained.resumed_from_epoch > 0 ? " (" + std::to_string(trained.resumed_from_epoch) + " epoch(s) from the checkpoint)"
+                                      : std::string()));
+
+  // 2. The subnet search: the space at the supernet's width; scores are inherited-weight top-1
+  // on the validation images and latency from the config's source.
+  const auto t_search = Clock::now();
+  NasConfig sub = config;
+  sub.space.width_multipliers = {options.width};
+  StudyOptions study_options;
+  study_options.objective_names = config.objectives;
+  Study study(store, config.name + ".subnets", make_strategy(sub), nullptr, study_options);
+  const std::vector<data::Batch> calibration = fixed_batches(data.train, recipe.batch_size, options.bn_batches, true,
+                                                             config.seed, recipe.mean, recipe.std);
+  const std::vector<data::Batch> validation =
+      fixed_batches(data.validation, recipe.batch_size, 0, false, 0, recipe.mean, recipe.std);
+  const fs::path subnet_dir = fs::path(config.output_dir) / "subnets";
+
+  double recalibrate_s = 0, validate_s = 0, latency_s = 0;  // of the last subnet, for its progress line
+  const Objective objective = [&](TrialContext& ctx) {
+    const auto t0 = Clock::now();
+    const arch::Arch a = arch_from_params(sub.space, ctx.params());
+    ctx.set_user_attr("arch", json::quote(a.to_string()));
+    CandidateResult c;
+    const std::shared_ptr<Model> model = weights.realize(a, false, 0);
+    recalibrate_batchnorm(model, calibration, recipe.threads);
+    recalibrate_s = seconds_since(t0);
+    const auto t_val = Clock::now();
+    c.top1 = top1_accuracy(model, validation, recipe.threads);
+    validate_s = seconds_since(t_val);
+    const auto t1 = Clock::now();
+    // Latency and size of the batch-1 subnet with its inherited weights, as it would ship.
+    const std::shared_ptr<Model> one = weights.realize(a, false, 1);
+    const std::string path = (subnet_dir / (subnet_name(ctx.number()) + ".xnn")).string();
+    fs::create_directories(subnet_dir);
+    save_xnn(*one, path);
+    c.latency_ms = latency(path);
+    c.params = one->graph.parameter_count();
+    c.size_bytes = static_cast<int64_t>(fs::file_size(path));
+    fs::remove(path);  // only the retrained winners are kept
+    latency_s = seconds_since(t1);
+    ctx.set_user_attr("latency_ms", json::number(c.latency_ms));
+    ctx.set_user_attr("params", std::to_string(c.params));
+    ctx.set_user_attr("size_bytes", std::to_string(c.size_bytes));
+    return candidate_outcome(sub, c);
+  };
+
+  SearchResult result;
+  result.study = study.name();
+  const auto count = [&] {
+    result.complete = result.pruned = result.failed = 0;
+    for (const TrialRecord& r : study.trial_records()) {
+      if (r.state == TrialState::kComplete) ++result.complete;
+      if (r.state == TrialState::kPruned) ++result.pruned;
+      if (r.state == TrialState::kFail && !r.interrupted) ++result.failed;
+    }
+    return result.complete + result.pruned + result.failed;
+  };
+  int finished = count();
+  if (finished > 0) log("resuming subnet study '" + study.name() + "': " + std::to_string(finished) + " subnet(s) scored");
+  const int per_generation = generation_size(config);
+  while (finished < config.trials) {
+    study.optimize(objective, 1);
+    finished = count();
+    const TrialRecord last = study.trial_records().back();
+    std::string outcome = trial_state_name(last.state);
+    if (last.state == TrialState::kComplete) {
+      outcome = "val top1 " + fmt("%.2f%%", 100 * last.values.at(0)) + ", latency " +
+                fmt("%.3f ms", std::stod(attr(last, "latency_ms"))) + " (BN re-calibration " + fmt("%.1f s", recalibrate_s) +
+                ", validation " + fmt("%.1f s", validate_s) + ", latency " + fmt("%.1f s", latency_s) + ")";
+    } else if (!last.error.empty()) {
+      outcome += ": " + last.error;
+    }
+    const auto arch_attr = last.user_attrs.find("arch");
+    log("subnet " + std::to_string(last.number) + " " + (arch_attr == last.user_attrs.end() ? "?" : arch_attr->second) +
+        ": " + outcome);
+    if (finished % per_generation == 0 || finished == config.trials) {
+      log("generation " + std::to_string((finished + per_generation - 1) / per_generation) + " [" +
+          std::to_string(finished) + "/" + std::to_string(config.trials) +
+          " subnets]; front (inherited weights): " + front_text(pareto_results(sub, scored_subnets(study))));
+    }
+  }
+  const double search_s = seconds_since(t_search);
+  std::vector<CandidateResult> candidates = pareto_results(sub, scored_subnets(study));
+  log("search: " + std::to_string(finished) + " subnets scored, " + fmt("%.1f s", search_s) + "; front: " +
+      front_text(candidates));
+  if (candidates.empty()) throw Error("oneshot: no feasible subnet was found (" + std::to_string(finished) + " scored)");
+
+  // 3. Retrain the best of the front from scratch: their test accuracy is the true one.
+  const auto t_retrain = Clock::now();
+  std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.top1 > b.top1; });
+  if (static_cast<int>(candidates.size()) > options.retrain) candidates.resize(static_cast<size_t>(options.retrain));
+  std::vector<CandidateResult> retrained;
+  for (const CandidateResult& cand : candidates) {
+    const arch::Arch a = arch::parse_arch(cand.arch);
+    train::TrainConfig r = recipe;
+    r.name = config.name + "_" + cand.name;
+    r.resume = true;  // a resumed search re-uses a winner trained to the end
+    log("retrain " + cand.name + " (" + cand.arch + ", inherited " + fmt("%.2f%%", 100 * cand.top1) + "): training");
+    CandidateResult c = train_and_measure(arch::build_arch_model(config.space, a, config.seed, 0), r,
+                                          (fs::path(config.output_dir) / "retrain" / cand.name).string(), latency,
+                                          progress, nullptr);
+    c.name = cand.name;
+    c.trial = cand.trial;
+    c.arch = cand.arch;
+    log("retrained " + c.name + ": test top1 " + fmt("%.2f%%", 100 * c.top1) + " (inherited " +
+        fmt("%.2f%%", 100 * cand.top1) + " on validation), latency " + fmt("%.3f ms", c.latency_ms) + ", " +
+        std::to_string(c.params) + " params");
+    retrained.push_back(std::move(c));
+  }
+  const double retrain_s = seconds_since(t_retrain);
+
+  result.baselines = train_baselines(config, latency, progress);
+  result.front = pareto_results(config, retrained);
+  export_front(config, result.front, progress);
+  log("oneshot: supernet " + fmt("%.1f s", supernet_s) + ", search " + fmt("%.1f s", search_s) + ", retraining " +
+      fmt("%.1f s", retrain_s));
+  return result;
+}
+
+}  // namespace xnn::nas

@@ -1,0 +1,24 @@
+// One-shot architecture search (`method: oneshot`): a weight-sharing supernet over the
+// MobileNet-like space trained with single-path uniform sampling (supernet_training.h), then a
+// search over its subnets with the config's strategy (aging evolution by default), each scored
+// with inherited weights after BatchNorm re-calibration (subnet_scoring.h) on held-out
+// validation images, with latency from the config's source (measured on the target or
+// predicted); the subnet evaluations are the study "<name>.subnets" in the results database.
+// The `oneshot.retrain` best subnets of the inherited-weight Pareto front are then retrained
+// from scratch with the recipe (train_and_measure): their test accuracy and measured latency
+// are what the result reports, and their Pareto front is exported like the black-box search's.
+//
+// Resuming: the supernet checkpoint (<output_dir>/supernet/supernet.tensors) skips finished
+// epochs, the subnet study resumes from the database, retrained subnets and baselines resume
+// from their training checkpoints.
+#pragma once
+#include "harness/store/store.h"
+#include "nas/blackbox_search.h"
+#include "nas/nas_config.h"
+
+namespace xnn::nas {
+
+SearchResult run_oneshot_search(const NasConfig& config, Store& store, const LatencyFn& latency,
+                                const train::ProgressFn& progress);
+
+}  // namespace xnn::nas

@@ -1,0 +1,79 @@
+// The `oneshot:` section: defaults, values, and errors naming FILE:LINE:COL and the key; the
+// rest of a one-shot config (no pruner, no searched hyper-parameters) is checked too.
+#include <gtest/gtest.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include "engine/core/error.h"
+#include "nas/oneshot/oneshot_config.h"
+
+using namespace xnn;
+using namespace xnn::nas;
+
+namespace {
+
+const std::string kFile = "/configs/oneshot_test.yaml";
+
+NasConfig config_with(const std::string& oneshot_section, const std::string& extra = "") {
+  const std::string text = "method: oneshot\n"
+                           "space: {file: " + std::string(XNN_SOURCE_DIR) + "/configs/arch/mobilenet_space_tiny.yaml}\n"
+                           "train: {epochs: 3}\n" +
+                           extra + oneshot_section;
+  return parse_nas_config(YAML::Load(text), kFile);
+}
+
+std::string error_of(const std::string& section, const std::string& extra = "") {
+  try {
+    parse_oneshot_options(config_with(section, extra));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(OneshotConfig, DefaultsComeFromTheSpaceAndRecipe) {
+  const OneshotOptions o = parse_oneshot_options(config_with(""));
+  EXPECT_EQ(o.width, 1.0);  // the space's largest
+  EXPECT_EQ(o.epochs, 3);   // the recipe's
+  EXPECT_EQ(o.steps_per_path, 1);
+  EXPECT_EQ(o.validation_size, 5000);
+  EXPECT_EQ(o.bn_batches, 8);
+  EXPECT_EQ(o.retrain, 2);
+}
+
+TEST(OneshotConfig, ReadsEveryKey) {
+  const OneshotOptions o = parse_oneshot_options(config_with(
+      "oneshot: {width: 0.5, epochs: 2, steps_per_path: 4, validation_size: 100, bn_batches: 3, retrain: 1}\n"));
+  EXPECT_EQ(o.width, 0.5);
+  EXPECT_EQ(o.epochs, 2);
+  EXPECT_EQ(o.steps_per_path, 4);
+  EXPECT_EQ(o.validation_size, 100);
+  EXPECT_EQ(o.bn_batches, 3);
+  EXPECT_EQ(o.retrain, 1);
+}
+
+TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
+  // Line 4 is the oneshot section; its values start at the columns below.
+  std::string e = error_of("oneshot:\n  epochs: 0\n");
+  EXPECT_NE(e.find(kFile + ":5:11: 'oneshot.epochs' must be >= 1"), std::string::npos) << e;
+  e = error_of("oneshot:\n  steps_per_path: many\n");
+  EXPECT_NE(e.find(kFile + ":5:19: 'oneshot.steps_per_path' must be an integer >= 1"), std::string::npos) << e;
+  e = error_of("oneshot:\n  width: 0.75\n");
+  EXPECT_NE(e.find(kFile + ":5:10: 'oneshot.width' must be one of the space's width_multipliers"), std::string::npos) << e;
+  e = error_of("oneshot:\n  retrian: 2\n");
+  EXPECT_NE(e.find(kFile + ":5:"), std::string::npos) << e;
+  EXPECT_NE(e.find("retrian"), std::string::npos) << e;
+  EXPECT_NE(e.find("retrain"), std::string::npos) << e;  // the allowed keys / the likely typo
+  e = error_of("oneshot: {bn_batches: -1}\n");
+  EXPECT_NE(e.find(kFile + ":4:23: 'oneshot.bn_batches' must be >= 1"), std::string::npos) << e;
+}
+
+TEST(OneshotConfig, RefusesPrunerAndHyperparameters) {
+  std::string e = error_of("", "pruner: median\n");
+  EXPECT_NE(e.find(kFile), std::string::npos) << e;
+  EXPECT_NE(e.find("'pruner' must be none"), std::string::npos) << e;
+  e = error_of("", "hyperparameters: {lr: {low: 0.01, high: 0.1}}\n");
+  EXPECT_NE(e.find("'hyperparameters' are not searched"), std::string::npos) << e;
+}

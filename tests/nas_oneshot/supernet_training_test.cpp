@@ -1,0 +1,100 @@
+// Supernet training: it changes the stored weights, writes a checkpoint after each epoch, a
+// rerun loads a finished supernet instead of training it (same tensors), and a checkpoint of
+// another configuration is refused.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "engine/core/error.h"
+#include "nas/oneshot/supernet_training.h"
+
+namespace fs = std::filesystem;
+using namespace xnn;
+using namespace xnn::nas;
+
+namespace {
+
+arch::SearchSpace space_at_28() {
+  arch::SearchSpace s = arch::load_search_space(std::string(XNN_SOURCE_DIR) + "/configs/arch/mobilenet_space_tiny.yaml");
+  s.resolutions = {28};  // the images' size: the supernet does not resize
+  return s;
+}
+
+data::Dataset random_dataset(int64_t count) {
+  data::Dataset ds;
+  ds.count = count;
+  ds.rows = ds.cols = 28;
+  std::mt19937_64 rng(9);
+  for (int64_t i = 0; i < count * 28 * 28; ++i) ds.images.push_back(static_cast<uint8_t>(rng() % 256));
+  for (int64_t i = 0; i < count; ++i) ds.labels.push_back(static_cast<uint8_t>(rng() % 10));
+  return ds;
+}
+
+std::vector<float> values(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.numel()}; }
+
+}  // namespace
+
+TEST(SupernetTraining, TrainsCheckpointsAndReloadsAFinishedSupernet) {
+  const fs::path dir = fs::temp_directory_path() / ("oneshot_supernet_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string checkpoint = (dir / "supernet.tensors").string();
+  const data::Dataset train = random_dataset(64);
+  train::TrainConfig recipe;
+  recipe.batch_size = 16;
+  recipe.prefetch = 0;
+  recipe.log_every = 0;
+  OneshotOptions options;
+  options.width = 0.5;
+  options.epochs = 2;
+  options.steps_per_path = 2;
+
+  SupernetWeights initial(space_at_28(), 0.5, 1);
+  const arch::Arch probe = sample_path(initial, 5, 0);  // the first path trained
+  initial.realize(probe, true);
+  SupernetWeights w(space_at_28(), 0.5, 1);
+  const SupernetTrainResult r = train_supernet(w, train, recipe, options, 5, checkpoint, nullptr);
+  EXPECT_EQ(r.epochs_run, 2);
+  EXPECT_EQ(r.steps, 8);  // 64 / 16 per epoch
+  EXPECT_EQ(r.paths, 4);  // a new path every 2 steps
+  EXPECT_TRUE(fs::is_regular_file(checkpoint));
+  const std::string key = "stem.conv.weight";  // on every path
+  ASSERT_NE(w.find(key), nullptr);
+  EXPECT_NE(values(*w.find(key)), values(*initial.find(key)));
+
+  SupernetWeights again(space_at_28(), 0.5, 1);
+  std::vector<std::string> lines;
+  const SupernetTrainResult r2 =
+      train_supernet(again, train, recipe, options, 5, checkpoint, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(r2.epochs_run, 0);
+  EXPECT_EQ(r2.resumed_from_epoch, 2);
+  EXPECT_EQ(r2.steps, 8);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("supernet: resuming from " + checkpoint + " after epoch 2 of 2"), std::string::npos) << lines[0];
+  ASSERT_EQ(again.size(), w.size());
+  for (const auto& [k, t] : w.tensors()) EXPECT_EQ(values(*again.find(k)), values(t)) << k;
+
+  OneshotOptions other = options;
+  other.steps_per_path = 1;
+  SupernetWeights third(space_at_28(), 0.5, 1);
+  try {
+    train_supernet(third, train, recipe, other, 5, checkpoint, nullptr);
+    FAIL() << "a checkpoint of another configuration must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another configuration"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(SupernetTraining, HeldOutValidationComesAfterTheTrainingImages) {
+  train::TrainConfig recipe;
+  recipe.train_limit = 300;
+  const SupernetData d = load_supernet_data(recipe, 100);
+  EXPECT_EQ(d.train.count, 300);
+  EXPECT_EQ(d.validation.count, 100);
+  const data::Dataset all = data::load_fashion_mnist(recipe.data_path, "train", 400);
+  EXPECT_TRUE(std::equal(d.validation.labels.begin(), d.validation.labels.end(), all.labels.begin() + 300));
+  EXPECT_TRUE(std::equal(d.validation.images.begin(), d.validation.images.end(), all.images.begin() + 300 * 784));
+}
