@@ -129,11 +129,6 @@ bool parse_epoch_line(const std::string& line, int* epoch, double* test_accuracy
 
 CandidateResult train_and_measure(std::shared_ptr<Model> model, train::TrainConfig recipe, const std::string& dir,
                                   const LatencyFn& latency, const train::ProgressFn& progress, const EpochFn& on_epoch) {
-  // HardSwish is an ONNX op from opset 14; the architecture builder declares 13, which the ONNX
-  // checker then rejects on export. Nothing else the builders emit changed meaning in 14.
-  const bool has_hardswish = std::any_of(model->graph.nodes.begin(), model->graph.nodes.end(),
-                                         [](const Node& n) { return n.op_type == "HardSwish"; });
-  if (has_hardswish && model->opset < 14) model->opset = 14;
   recipe.output_dir = dir;
   recipe.checkpoint_dir = (fs::path(dir) / "checkpoint").string();
   recipe.export_onnx = true;

@@ -68,7 +68,8 @@ nas::SearchResult run_search(const nas::NasConfig& cfg, Store& store, const nas:
 
 void add_nas_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("nas", "Architecture search over a MobileNet-like space (method: blackbox = random, evolution, "
-                                        "TPE, NSGA-II): train, measure, export the Pareto front");
+                                        "TPE, NSGA-II; oneshot = SPOS supernet; darts = differentiable): train, "
+                                        "measure, export the Pareto front");
   static std::string config_path, db_path = "xnn-lab.db";
   static std::vector<std::string> overrides;
   static bool as_json = false;
