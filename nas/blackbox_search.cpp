@@ -1,3 +1,4 @@
+#include "nas/format.h"
 #include "nas/blackbox_search.h"
 
 #include <algorithm>
@@ -18,12 +19,6 @@ namespace fs = std::filesystem;
 
 namespace xnn::nas {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 double json_number(const std::map<std::string, std::string>& attrs, const std::string& key) {
   const auto it = attrs.find(key);
@@ -223,6 +218,16 @@ void export_front(const NasConfig& config, std::vector<CandidateResult>& front, 
   }
 }
 
+int count_finished_trials(Study& study, SearchResult& result) {
+  result.complete = result.pruned = result.failed = 0;
+  for (const TrialRecord& r : study.trial_records()) {
+    if (r.state == TrialState::kComplete) ++result.complete;
+    if (r.state == TrialState::kPruned) ++result.pruned;
+    if (r.state == TrialState::kFail && !r.interrupted) ++result.failed;
+  }
+  return result.complete + result.pruned + result.failed;
+}
+
 SearchResult run_blackbox_search(const NasConfig& config, Store& store, const LatencyFn& latency,
                                  const train::ProgressFn& progress) {
   const auto log = [&](const std::string& line) {
@@ -252,15 +257,7 @@ SearchResult run_blackbox_search(const NasConfig& config, Store& store, const La
 
   SearchResult result;
   result.study = config.name;
-  auto count = [&] {
-    result.complete = result.pruned = result.failed = 0;
-    for (const TrialRecord& r : study.trial_records()) {
-      if (r.state == TrialState::kComplete) ++result.complete;
-      if (r.state == TrialState::kPruned) ++result.pruned;
-      if (r.state == TrialState::kFail && !r.interrupted) ++result.failed;
-    }
-    return result.complete + result.pruned + result.failed;
-  };
+  const auto count = [&] { return count_finished_trials(study, result); };
   int finished = count();
   if (finished > 0) log("resuming study '" + config.name + "': " + std::to_string(finished) + " trial(s) already finished");
   while (finished < config.trials) {

@@ -63,6 +63,9 @@ struct SearchResult {
 // the feasible Pareto front of `results` (max top1, min latency_ms), by latency; with a single
 // objective (top1), the best feasible one.
 std::vector<CandidateResult> pareto_results(const NasConfig& config, const std::vector<CandidateResult>& results);
+// Sets result.complete / pruned / failed from the study's trials (a trial interrupted by a
+// crash, turned FAIL on resume, is not counted) and returns how many finished.
+int count_finished_trials(Study& study, SearchResult& result);
 // "trial_3 91.20%@0.412ms; trial_7 ..." (progress lines), or "(none yet)".
 std::string front_text(const std::vector<CandidateResult>& front);
 // Trains and measures the config's baselines with the recipe into <output_dir>/baselines/<name>/

@@ -1,3 +1,4 @@
+#include "nas/format.h"
 #include "nas/darts/darts_search.h"
 
 #include <algorithm>
@@ -19,12 +20,6 @@ namespace fs = std::filesystem;
 
 namespace xnn::nas {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 // The session's parameters split by role. Copies of a Parameter share its value and grad
 // storage, so each group can be stepped by its own optimiser.

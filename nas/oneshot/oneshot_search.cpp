@@ -1,3 +1,4 @@
+#include "nas/format.h"
 #include "nas/oneshot/oneshot_search.h"
 
 #include <algorithm>
@@ -19,12 +20,6 @@ namespace xnn::nas {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -131,15 +126,7 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
 
   SearchResult result;
   result.study = study.name();
-  const auto count = [&] {
-    result.complete = result.pruned = result.failed = 0;
-    for (const TrialRecord& r : study.trial_records()) {
-      if (r.state == TrialState::kComplete) ++result.complete;
-      if (r.state == TrialState::kPruned) ++result.pruned;
-      if (r.state == TrialState::kFail && !r.interrupted) ++result.failed;
-    }
-    return result.complete + result.pruned + result.failed;
-  };
+  const auto count = [&] { return count_finished_trials(study, result); };
   int finished = count();
   if (finished > 0) log("resuming subnet study '" + study.name() + "': " + std::to_string(finished) + " subnet(s) scored");
   const int per_generation = generation_size(config);

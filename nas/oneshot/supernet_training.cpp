@@ -1,3 +1,4 @@
+#include "nas/format.h"
 #include "nas/oneshot/supernet_training.h"
 
 #include <algorithm>
@@ -22,12 +23,6 @@ namespace xnn::nas {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
