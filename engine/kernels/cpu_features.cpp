@@ -19,17 +19,21 @@ CpuFeatures detect() {
   const bool avx = c & (1u << 28);
   f.fma = c & (1u << 12);
   f.f16c = c & (1u << 29);
-  bool ymm_enabled = false;
+  bool ymm_enabled = false, zmm_enabled = false;
   if (osxsave) {
     unsigned lo = 0, hi = 0;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    ymm_enabled = (lo & 0x6) == 0x6;  // XMM and YMM state saved by the OS
+    ymm_enabled = (lo & 0x6) == 0x6;    // XMM and YMM state saved by the OS
+    zmm_enabled = (lo & 0xe6) == 0xe6;  // also opmask and ZMM state: EVEX code may run
   }
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
     f.avx2 = avx && ymm_enabled && (b & (1u << 5));
     f.avx512f = b & (1u << 16);
+    f.avx512 = f.avx2 && zmm_enabled && f.avx512f;
+    const bool avx512vl = b & (1u << 31), avx512vnni = c & (1u << 11);
+    f.avx512_vnni = f.avx2 && zmm_enabled && f.avx512f && avx512vl && avx512vnni;
   }
-  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = a & (1u << 4);
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = ymm_enabled && (a & (1u << 4));
   if (!ymm_enabled) f.fma = false;
 #endif
   return f;
@@ -59,11 +63,13 @@ Isa best_isa() {
   return isa;
 }
 
-bool avx_vnni_enabled() {
+bool cpu_has_vnni() { return cpu_features().avx_vnni || cpu_features().avx512_vnni; }
+
+bool vnni_enabled() {
   static const bool enabled = [] {
     const char* env = std::getenv("XNN_ISA");
     const bool capped = env && (std::string(env) == "avx2" || std::string(env) == "scalar");
-    return !capped && best_isa() == Isa::kAvx2 && cpu_features().avx_vnni;
+    return !capped && best_isa() == Isa::kAvx2 && cpu_has_vnni();
   }();
   return enabled;
 }

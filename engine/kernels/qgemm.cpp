@@ -125,6 +125,11 @@ const QGemmKernelSet& kernels_for(Layout layout) {
                                          .narrow = internal::qs8_gemm_6x8c4__avxvnni,
                                          .pack_x = internal::qs8_pack_x_16c4__avx2,
                                          .name = "qs8_gemm_6x16c4__avxvnni"};
+  static const QGemmKernelSet vnni512_c4 = {.mr = internal::kVnniMr, .nr = internal::kAvx2Nr, .ku = 4,
+                                            .elem_bytes = 1, .main = internal::qs8_gemm_6x16c4__avx512vnni,
+                                            .narrow = internal::qs8_gemm_6x8c4__avx512vnni,
+                                            .pack_x = internal::qs8_pack_x_16c4__avx2,
+                                            .name = "qs8_gemm_6x16c4__avx512vnni"};
   static const QGemmKernelSet vnni_c4_layout = {.mr = internal::kVnniMr, .nr = internal::kAvx2Nr, .ku = 4,
                                                 .elem_bytes = 1, .main = internal::qs8_gemm_6x16c4__scalar,
                                                 .narrow = nullptr, .pack_x = internal::qs8_pack_x_16c4__scalar,
@@ -133,7 +138,9 @@ const QGemmKernelSet& kernels_for(Layout layout) {
   switch (layout) {
     case Layout::kAvx2C2: return avx2 ? avx2_c2 : avx2_c2_layout;
     case Layout::kAvx2C4: return avx2 ? avx2_c4 : avx2_c4_layout;
-    case Layout::kVnniC4: return avx2 && cpu_features().avx_vnni ? vnni_c4 : vnni_c4_layout;
+    case Layout::kVnniC4:
+      if (avx2 && cpu_features().avx_vnni) return vnni_c4;
+      return avx2 && cpu_features().avx512_vnni ? vnni512_c4 : vnni_c4_layout;
     default: return scalar_c2;
   }
 }
@@ -294,7 +301,7 @@ PackedQs8Weights::PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_
                   std::to_string(k) + ") can overflow the int32 accumulator: expected |bias| + 32640·K < 2^31");
   }
   Layout layout = Layout::kScalarC2;
-  if (isa == Isa::kAvx2 && use_vnni && cpu_features().avx_vnni) {
+  if (isa == Isa::kAvx2 && use_vnni && cpu_has_vnni()) {
     layout = Layout::kVnniC4;
   } else if (isa == Isa::kAvx2) {
     layout = qs8_weights_fit_maddubs(m, k, w, ldw) ? Layout::kAvx2C4 : Layout::kAvx2C2;

@@ -24,15 +24,16 @@
 //      exact: for each pair (w[2j], w[2j+1]) of every row the positive weights sum to <= 128 and
 //      the negative ones to >= -128 (so 255·sum stays within int16 for every uint8 x). That
 //      holds for 7-bit weights (|w| <= 64); full-range int8 weights get c2.
-//   c4 with VNNI: on a CPU with AVX-VNNI (avx_vnni_enabled()) vpdpbusd adds the four u8·s8
-//      products of a lane to the int32 accumulator in one instruction, exactly, for any int8
-//      weights: every weight matrix takes c4 with 6-row panels (qs8_gemm_6x16c4__avxvnni).
+//   c4 with VNNI: on a CPU with AVX-VNNI or AVX512-VNNI+VL (vnni_enabled()) vpdpbusd adds the
+//      four u8·s8 products of a lane to the int32 accumulator in one instruction, exactly, for
+//      any int8 weights: every weight matrix takes c4 with 6-row panels
+//      (qs8_gemm_6x16c4__avxvnni, or qs8_gemm_6x16c4__avx512vnni where only the EVEX form exists).
 //   Throughput without VNNI: c2 costs 2 vector instructions (vpmaddwd + vpaddd, 3 ports) per 16
 //   multiply-adds against fp32's 1 FMA (2 ports) per 8, so it peaks at 1.5× fp32; c4 at 2×.
 //   7-bit weights are a quantisation choice (e.g. oneDNN makes it on pre-VNNI CPUs); the kernel
 //   only detects them.
 // Kernels: qs8_gemm_6x16c2__avx2 (6x8c2 for a last panel of <= 8 columns), qs8_gemm_4x16c4__avx2
-// (4x8c4), qs8_gemm_6x16c4__avxvnni (6x8c4), qs8_gemm_4x8c2__scalar (the scalar ISA).
+// (4x8c4), qs8_gemm_6x16c4__avxvnni / __avx512vnni (6x8c4), qs8_gemm_4x8c2__scalar (the scalar ISA).
 //
 // Limits: the exact accumulator must fit int32. Packing checks |bias[m]| + 128·255·K < 2^31
 // (K <= 65793 with no bias), so no input can overflow; the arithmetic in between wraps (two's
@@ -57,10 +58,10 @@ struct QGemmKernelSet;
 class PackedQs8Weights {
  public:
   PackedQs8Weights() = default;
-  // use_vnni: take the AVX-VNNI kernel when isa is kAvx2 and the CPU has AVX-VNNI (tests pass
+  // use_vnni: take a VNNI kernel when isa is kAvx2 and the CPU has VNNI (tests pass
   // false to exercise the plain AVX2 layouts on such a CPU).
   PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias, Isa isa,
-                   bool use_vnni = avx_vnni_enabled());
+                   bool use_vnni = vnni_enabled());
   int64_t rows() const { return m_; }
   int64_t depth() const { return k_; }
   Isa isa() const { return isa_; }

@@ -57,11 +57,15 @@ XNN_QGEMM_UKERNEL(qs8_gemm_4x8c4__avx2);
 XNN_QPACK_X(qs8_pack_x_16c2__avx2);
 XNN_QPACK_X(qs8_pack_x_16c4__avx2);
 
-// AVX-VNNI (qgemm_avxvnni.cpp; call only when avx_vnni_enabled()): the c4 layout with 6-row
-// weight panels, any int8 weights; X panels packed by qs8_pack_x_16c4__avx2.
+// VNNI (call only when vnni_enabled()): the c4 layout with 6-row weight panels, any int8
+// weights; X panels packed by qs8_pack_x_16c4__avx2. One body (qgemm_vnni_c4.h) in two
+// encodings: AVX-VNNI (qgemm_avxvnni.cpp, cpu_features().avx_vnni) and AVX512-VNNI+VL on ymm
+// (qgemm_avx512vnni.cpp, cpu_features().avx512_vnni).
 inline constexpr int kVnniMr = 6;
 XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__avxvnni);
 XNN_QGEMM_UKERNEL(qs8_gemm_6x8c4__avxvnni);
+XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__avx512vnni);
+XNN_QGEMM_UKERNEL(qs8_gemm_6x8c4__avx512vnni);
 
 // Scalar (qgemm.cpp): 4x8c2 is the scalar ISA's layout; the others run AVX2-packed weights on a
 // CPU without AVX2, on the same layouts.

@@ -235,11 +235,13 @@ TEST(CpuBackendQConv, AlgorithmRuleNamesTheMicroKernels) {
   // with AVX-VNNI every weight matrix takes vpdpbusd.
   QConvCase pw;
   pw.cin = 32, pw.cout = 24, pw.h = pw.w = 9;
-  const bool vnni = kernels::avx_vnni_enabled();
-  const std::string full = vnni ? "qs8_conv_1x1+qs8_gemm_6x16c4__avxvnni"
+  const bool vnni = kernels::vnni_enabled();
+  const std::string vnni_gemm = kernels::cpu_features().avx_vnni ? "qs8_conv_1x1+qs8_gemm_6x16c4__avxvnni"
+                                                                 : "qs8_conv_1x1+qs8_gemm_6x16c4__avx512vnni";
+  const std::string full = vnni ? vnni_gemm
                            : avx2 ? "qs8_conv_1x1+qs8_gemm_6x16c2__avx2"
                                   : "qs8_conv_1x1+qs8_gemm_4x8c2__scalar";
-  const std::string seven = vnni ? "qs8_conv_1x1+qs8_gemm_6x16c4__avxvnni"
+  const std::string seven = vnni ? vnni_gemm
                             : avx2 ? "qs8_conv_1x1+qs8_gemm_4x16c4__avx2"
                                    : "qs8_conv_1x1+qs8_gemm_4x8c2__scalar";
   EXPECT_EQ(kernel_of(pw), full);
