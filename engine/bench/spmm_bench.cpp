@@ -3,12 +3,13 @@
 // (f32_spmm / f32_spmv) at 50..95% zeros. Counter "GFLOP/s" counts the DENSE work (2·M·N·K),
 // so its ratio sparse/dense is the speedup directly.
 //
-//   xnn_kernel_bench --benchmark_filter='BM_(dense|sparse)_' --benchmark_min_time=0.2 \
+//   xnn_kernel_bench --benchmark_filter='BM_(dense|sparse|sliced)_' --benchmark_min_time=0.2 \
 //       --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true
 //
 // Args: conv1x1 {Cout, H·W, Cin[, zeros %]}; linear {M (batch), K, N[, zeros %]}.
 // Shapes: MobileNet-like 1×1 convolutions 56²×64→64, 28²×128→128, 14²×256→256, 7²×512→512;
-// LeNet-300-100's first layer (784→300) at batch 1 and 64; 1024→1024 at batch 1.
+// LeNet-300-100's first layer (784→300) at batch 1 and 64; 1024→1024 and 4096→4096 (a 64 MB
+// AlexNet/VGG-size classifier layer whose dense GEMV streams from DRAM) at batch 1.
 // The measured ratios and the sparsity thresholds they justify are in the comment at the top of
 // engine/backends/cpu/sparse_cpu.cpp (kMinSparsity*).
 #include <benchmark/benchmark.h>
@@ -20,6 +21,7 @@
 #include "engine/kernels/gemv.h"
 #include "engine/kernels/scratch.h"
 #include "engine/kernels/spmm.h"
+#include "engine/kernels/spmv_sliced.h"
 
 namespace {
 
@@ -118,8 +120,28 @@ void BM_sparse_linear(benchmark::State& state) {
   set_rate(state, m, n, k);
 }
 
+// Batch 1 in the AVX-512 permute format (spmv_sliced.h), what the backend takes on such a CPU.
+void BM_sliced_linear(benchmark::State& state) {
+  const int64_t k = state.range(1), n = state.range(2);
+  const double zeros = static_cast<double>(state.range(3)) / 100.0;
+  if (!spmv_sliced_fast()) {
+    state.SkipWithError("needs AVX-512 (spmv_sliced_fast)");
+    return;
+  }
+  const std::vector<float> w = weights(n * k, zeros, 1), x = weights(k, 0.0, 2), b = weights(n, 0.0, 3);
+  std::vector<float> y(static_cast<size_t>(n));
+  const SlicedSparseWeights sw(n, k, w.data(), k);
+  for (auto _ : state) {
+    f32_spmv_sliced(sw, x.data(), b.data(), Activation::relu(), y.data(), nullptr);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(state, 1, n, k);
+}
+
 const std::vector<std::vector<int64_t>> kConvShapes = {{64, 3136, 64}, {128, 784, 128}, {256, 196, 256}, {512, 49, 512}};
-const std::vector<std::vector<int64_t>> kLinearShapes = {{1, 784, 300}, {64, 784, 300}, {1, 1024, 1024}};
+const std::vector<std::vector<int64_t>> kLinearShapes = {{1, 784, 300}, {64, 784, 300}, {1, 1024, 1024},
+                                                           {1, 4096, 4096}};
 const int64_t kZeros[] = {50, 70, 80, 90, 95};
 
 void dense_args(benchmark::internal::Benchmark* b, const std::vector<std::vector<int64_t>>& shapes) {
@@ -135,5 +157,11 @@ BENCHMARK(BM_dense_conv1x1)->Apply([](auto* b) { dense_args(b, kConvShapes); });
 BENCHMARK(BM_sparse_conv1x1)->Apply([](auto* b) { sparse_args(b, kConvShapes); });
 BENCHMARK(BM_dense_linear)->Apply([](auto* b) { dense_args(b, kLinearShapes); });
 BENCHMARK(BM_sparse_linear)->Apply([](auto* b) { sparse_args(b, kLinearShapes); });
+BENCHMARK(BM_sliced_linear)->Apply([](auto* b) {
+  std::vector<std::vector<int64_t>> batch1;
+  for (const auto& s : kLinearShapes)
+    if (s[0] == 1) batch1.push_back(s);
+  sparse_args(b, batch1);
+});
 
 }  // namespace
