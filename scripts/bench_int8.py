@@ -3,7 +3,8 @@
 
     /usr/bin/python3 scripts/bench_int8.py --xnn-lab BUILD/harness/cli/xnn-lab \\
         [--fixtures DIR] [--models resnet18,mobilenet_v2] [--out DIR] [--threads 1] \\
-        [--rounds 6] [--runs 15] [--warmup 3] [--calib-samples 8] [--eval-samples 4] [--method minmax]
+        [--rounds 6] [--runs 15] [--warmup 3] [--calib-samples 8] [--eval-samples 4] [--method minmax] \\
+        [--quantize-args "--exclude NODE ..."]
 
 A benchmark, not a test: it times, prints and writes OUT/bench_int8.json; it fails only when a
 step fails. The issue's targets (ResNet-18 and MobileNetV2, 1x3x224x224, 1 thread): INT8
@@ -70,7 +71,7 @@ def quantize(xnn_lab, fp32, int8, work, args):
     calib = os.path.join(work, "calib.npy")
     np.save(calib, normal_images(1000, args.calib_samples))
     out = run([xnn_lab, "quantize", fp32, "-o", int8, "--calib-npy", calib, "--calib-samples", str(args.calib_samples),
-               "--method", args.method, "--eval-limit", "-1", "--json"])
+               "--method", args.method, "--eval-limit", "-1", "--json"] + args.quantize_args.split())
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -109,6 +110,7 @@ def main():
     p.add_argument("--calib-samples", type=int, default=8)
     p.add_argument("--eval-samples", type=int, default=4)
     p.add_argument("--method", default="minmax", help="calibration method (xnn-lab quantize --method)")
+    p.add_argument("--quantize-args", default="", help="more `xnn-lab quantize` options, e.g. '--sqnr-target 17'")
     args = p.parse_args()
 
     xnn_lab = os.path.abspath(args.xnn_lab)
