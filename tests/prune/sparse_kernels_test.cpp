@@ -127,30 +127,45 @@ TEST(Spmm, EdgeCases) {
   check_spmm({40, 512, 3136, 0.9, true, false, Activation::relu()}, rng, "large: several column blocks");
 }
 
+// A batch-1 linear layer: random shape (up to 150 x 300), weights at `sparsity`, and the
+// double-precision reference y = act(W·x + bias).
+struct GemvCase {
+  int64_t rows, cols;
+  std::vector<float> w, x, bias;
+  bool with_bias;
+  Activation act;
+  std::vector<double> want;
+};
+
+GemvCase random_gemv(std::mt19937& rng, double sparsity) {
+  GemvCase c;
+  c.rows = 1 + rng() % 150, c.cols = 1 + rng() % 300;
+  c.w = sparse_random(c.rows * c.cols, sparsity, rng);
+  c.x = sparse_random(c.cols, 0.0, rng);
+  c.bias = sparse_random(c.rows, 0.0, rng);
+  c.with_bias = rng() % 2;
+  c.act = rng() % 2 ? Activation::relu() : Activation{ActKind::kSigmoid};
+  c.want.resize(static_cast<size_t>(c.rows));
+  for (int64_t r = 0; r < c.rows; ++r) {
+    double acc = c.with_bias ? c.bias[r] : 0.0;
+    for (int64_t k = 0; k < c.cols; ++k) acc += double{c.w[r * c.cols + k]} * c.x[k];
+    c.want[r] = apply_activation_scalar(static_cast<float>(acc), c.act);
+  }
+  return c;
+}
+
 TEST(Spmv, RandomShapesMatchDenseReference) {
   std::mt19937 rng(5);
   const double sparsities[] = {0.0, 0.7, 0.9, 0.99, 1.0 - 1e-9};
   for (int trial = 0; trial < 60; ++trial) {
-    const int64_t rows = 1 + rng() % 150, cols = 1 + rng() % 300;
-    const double sparsity = sparsities[rng() % 5];
-    const std::vector<float> w = sparse_random(rows * cols, sparsity, rng);
-    const std::vector<float> x = sparse_random(cols, 0.0, rng);
-    const std::vector<float> bias = sparse_random(rows, 0.0, rng);
-    const bool with_bias = rng() % 2;
-    const Activation act = rng() % 2 ? Activation::relu() : Activation{ActKind::kSigmoid};
-    std::vector<double> want(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      double acc = with_bias ? bias[r] : 0.0;
-      for (int64_t k = 0; k < cols; ++k) acc += double{w[r * cols + k]} * x[k];
-      want[r] = apply_activation_scalar(static_cast<float>(acc), act);
-    }
-    const SparseWeights sw(rows, cols, w.data(), cols, 1);
+    const GemvCase c = random_gemv(rng, sparsities[rng() % 5]);
+    const SparseWeights sw(c.rows, c.cols, c.w.data(), c.cols, 1);
     for (Isa isa : isas()) {
       for (int threads : {1, 2}) {
         ThreadPool pool(threads);
-        std::vector<float> y(static_cast<size_t>(rows), std::nanf(""));
-        f32_spmv(sw, x.data(), with_bias ? bias.data() : nullptr, act, y.data(), &pool, isa);
-        EXPECT_LT(rel_error(y, want), 1e-5) << "trial " << trial << " isa " << isa_name(isa);
+        std::vector<float> y(static_cast<size_t>(c.rows), std::nanf(""));
+        f32_spmv(sw, c.x.data(), c.with_bias ? c.bias.data() : nullptr, c.act, y.data(), &pool, isa);
+        EXPECT_LT(rel_error(y, c.want), 1e-5) << "trial " << trial << " isa " << isa_name(isa);
       }
     }
   }
@@ -194,30 +209,18 @@ TEST(SpmvSliced, RandomShapesMatchDenseReferenceAndPathsAreBitExact) {
   std::mt19937 rng(6);
   const double sparsities[] = {0.0, 0.7, 0.8, 0.95, 1.0 - 1e-9};
   for (int trial = 0; trial < 60; ++trial) {
-    const int64_t rows = 1 + rng() % 150, cols = 1 + rng() % 300;
-    const double sparsity = sparsities[rng() % 5];
-    const std::vector<float> w = sparse_random(rows * cols, sparsity, rng);
-    const std::vector<float> x = sparse_random(cols, 0.0, rng);
-    const std::vector<float> bias = sparse_random(rows, 0.0, rng);
-    const bool with_bias = rng() % 2;
-    const Activation act = rng() % 2 ? Activation::relu() : Activation{ActKind::kSigmoid};
-    std::vector<double> want(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      double acc = with_bias ? bias[r] : 0.0;
-      for (int64_t k = 0; k < cols; ++k) acc += double{w[r * cols + k]} * x[k];
-      want[r] = apply_activation_scalar(static_cast<float>(acc), act);
-    }
-    const SlicedSparseWeights sw(rows, cols, w.data(), cols);
+    const GemvCase c = random_gemv(rng, sparsities[rng() % 5]);
+    const SlicedSparseWeights sw(c.rows, c.cols, c.w.data(), c.cols);
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
-      std::vector<float> y(static_cast<size_t>(rows), std::nanf(""));
-      f32_spmv_sliced(sw, x.data(), with_bias ? bias.data() : nullptr, act, y.data(), &pool);
-      EXPECT_LT(rel_error(y, want), 1e-5) << "trial " << trial << " " << spmv_sliced_kernel_name();
+      std::vector<float> y(static_cast<size_t>(c.rows), std::nanf(""));
+      f32_spmv_sliced(sw, c.x.data(), c.with_bias ? c.bias.data() : nullptr, c.act, y.data(), &pool);
+      EXPECT_LT(rel_error(y, c.want), 1e-5) << "trial " << trial << " " << spmv_sliced_kernel_name();
     }
     std::vector<float> scalar(static_cast<size_t>(sw.groups() * 16)), fast(scalar.size());
-    f32_spmv_sliced_groups__scalar(sw, 0, sw.groups(), x.data(), scalar.data());
+    f32_spmv_sliced_groups__scalar(sw, 0, sw.groups(), c.x.data(), scalar.data());
     if (cpu_features().avx512) {
-      f32_spmv_sliced_groups__avx512(sw, 0, sw.groups(), x.data(), fast.data());
+      f32_spmv_sliced_groups__avx512(sw, 0, sw.groups(), c.x.data(), fast.data());
       EXPECT_EQ(scalar, fast) << "trial " << trial;
     }
   }
