@@ -22,6 +22,7 @@
 #include "engine/kernels/scratch.h"
 #include "engine/kernels/spmm.h"
 #include "engine/kernels/spmv_sliced.h"
+#include "engine/kernels/transpose.h"
 
 namespace {
 
@@ -86,8 +87,7 @@ void BM_dense_linear(benchmark::State& state) {
       f32_gemv(n, k, w.data(), k, x.data(), b.data(), Activation::relu(), y.data(), nullptr, best_isa());
     } else {
       f32_gemm(pa, m, MatrixRef{x.data(), 1, k}, yt.data(), m, ep, nullptr);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) y[i * n + j] = yt[j * m + i];
+      f32_transpose(n, m, yt.data(), m, y.data(), n, best_isa());
     }
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -108,11 +108,9 @@ void BM_sparse_linear(benchmark::State& state) {
     if (m == 1) {
       f32_spmv(sw, x.data(), b.data(), Activation::relu(), y.data(), nullptr, best_isa());
     } else {
-      for (int64_t p = 0; p < k; ++p)
-        for (int64_t i = 0; i < m; ++i) xt[p * m + i] = x[i * k + p];
+      f32_transpose(m, k, x.data(), k, xt.data(), m, best_isa());
       f32_spmm(sw, m, xt.data(), yt.data(), m, ep, nullptr, best_isa());
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) y[i * n + j] = yt[j * m + i];
+      f32_transpose(n, m, yt.data(), m, y.data(), n, best_isa());
     }
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();

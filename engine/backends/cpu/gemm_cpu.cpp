@@ -12,6 +12,7 @@
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/gemv.h"
 #include "engine/kernels/scratch.h"
+#include "engine/kernels/transpose.h"
 
 namespace xnn {
 namespace {
@@ -55,8 +56,7 @@ class LinearKernel final : public CpuKernel {
     }
     float* yt = kernels::thread_scratch_f32(static_cast<size_t>(n_ * m_), 2);
     kernels::f32_gemm(w_, m_, at, yt, m_, ep, ctx.pool());
-    for (int64_t i = 0; i < m_; ++i)
-      for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] = yt[j * m_ + i];
+    kernels::f32_transpose(n_, m_, yt, m_, y, n_, isa_);
   }
 
  private:

@@ -17,6 +17,7 @@
 #include "engine/kernels/scratch.h"
 #include "engine/kernels/spmm.h"
 #include "engine/kernels/spmv_sliced.h"
+#include "engine/kernels/transpose.h"
 #include "engine/ops/fused_activation.h"
 #include "engine/ops/op_helpers.h"
 
@@ -148,11 +149,8 @@ class SparseLinearKernel final : public CpuKernel {
     }
     const float* at = a;
     if (!trans_a_) {
-      // Rows of Xᵀ written in turn: the M source rows being read stay in L1 (the other order
-      // writes M-strided and was ~20x slower for 64×784).
       float* t = kernels::thread_scratch_f32(static_cast<size_t>(k_ * m_), 2);
-      for (int64_t p = 0; p < k_; ++p)
-        for (int64_t i = 0; i < m_; ++i) t[p * m_ + i] = a[i * k_ + p];
+      kernels::f32_transpose(m_, k_, a, k_, t, m_, isa_);
       at = t;
     }
     float* yt = kernels::thread_scratch_f32(static_cast<size_t>(n_ * m_), 3);
@@ -160,8 +158,7 @@ class SparseLinearKernel final : public CpuKernel {
     ep.bias = bias;
     ep.act = act_;
     kernels::f32_spmm(w_, m_, at, yt, m_, ep, ctx.pool(), isa_);
-    for (int64_t i = 0; i < m_; ++i)
-      for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] = yt[j * m_ + i];
+    kernels::f32_transpose(n_, m_, yt, m_, y, n_, isa_);
   }
 
  private:
