@@ -16,11 +16,9 @@ double zero_fraction(const float* w, int64_t n) {
 
 SparseWeights::SparseWeights(int64_t rows, int64_t cols, const float* w, int64_t ldw, int64_t x_stride)
     : rows_(rows), cols_(cols), x_stride_(x_stride) {
-  const int64_t max_bytes = std::numeric_limits<int32_t>::max();
-  if (rows < 0 || cols < 0 || x_stride < 0 || cols * x_stride > max_bytes / 4 ||
-      rows * cols > std::numeric_limits<int32_t>::max()) {
-    throw Error("SparseWeights: " + std::to_string(rows) + "x" + std::to_string(cols) + " weights with input row stride " +
-                std::to_string(x_stride) + " exceed the int32 offsets of the sparse format");
+  if (rows < 0 || cols < 0 || x_stride < 0 || rows * cols > std::numeric_limits<int32_t>::max()) {
+    throw Error("SparseWeights: " + std::to_string(rows) + "x" + std::to_string(cols) +
+                " weights exceed the int32 offsets of the sparse format");
   }
   row_start_.reserve(static_cast<size_t>(rows + 1));
   row_start_.push_back(0);
@@ -34,10 +32,6 @@ SparseWeights::SparseWeights(int64_t rows, int64_t cols, const float* w, int64_t
     }
     row_start_.push_back(static_cast<int32_t>(values_.size()));
   }
-  deltas_.assign(values_.size(), 0);
-  for (size_t i = 0; i + 1 < values_.size(); ++i) {
-    deltas_[i] = static_cast<int32_t>((int64_t{columns_[i + 1]} - columns_[i]) * x_stride * 4);
-  }
 }
 
 double SparseWeights::sparsity() const {
@@ -46,12 +40,7 @@ double SparseWeights::sparsity() const {
 }
 
 size_t SparseWeights::bytes() const {
-  return values_.size() * sizeof(float) + (columns_.size() + row_start_.size() + deltas_.size()) * sizeof(int32_t);
-}
-
-int64_t SparseWeights::first_offset(int64_t r) const {
-  const int32_t k = row_start_[static_cast<size_t>(r)];
-  return k < static_cast<int32_t>(values_.size()) ? int64_t{columns_[static_cast<size_t>(k)]} * x_stride_ * 4 : 0;
+  return values_.size() * sizeof(float) + (columns_.size() + row_start_.size()) * sizeof(int32_t);
 }
 
 // The reference path: plain CSR with column indices, 8 columns at a time (the compiler may

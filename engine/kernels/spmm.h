@@ -8,10 +8,10 @@
 // Design (XNNPACK's ARM spmm, which XNNPACK switches off on x86 with AVX): vectorise over the
 // n columns (spatial positions), not over the weights. For a tile of 32 columns and one output
 // row, walk the row's nonzeros: broadcast the weight, FMA it with 32 contiguous floats of the
-// input row it multiplies. The input pointer moves from one nonzero to the next by a byte delta
-// stored with the weights (no index arithmetic in the loop); every output row costs exactly its
-// nonzeros, so the work scales with density. Tiles are taken column-block-major so the input
-// block [cols × 32..256] stays in L2 while all output rows are computed from it.
+// input row it multiplies; every output row costs exactly its nonzeros, so the work scales with
+// density. Each thread first copies its block of X (up to 256 columns) into panels of 32
+// columns, so the input rows a tile reads are 128 B apart, aligned, and zero-padded: read in
+// place they would be a whole row of X apart (a page per nonzero on 56x56 maps).
 // f32_spmv (one column) has nothing to vectorise over n: it gathers x[col] for 8 nonzeros of a
 // row at a time (AVX2 vgatherdps) and reduces.
 //
@@ -32,13 +32,13 @@ namespace xnn::kernels {
 // Share of exact zeros among n floats (0 for n = 0).
 double zero_fraction(const float* w, int64_t n);
 
-// W [rows × cols] in compressed sparse rows, prepared for a right operand X whose rows are
-// x_stride floats apart. Immutable after construction, so one instance serves many threads.
+// W [rows × cols] in compressed sparse rows, for a right operand X whose rows are x_stride
+// floats apart. Immutable after construction, so one instance serves many threads.
 class SparseWeights {
  public:
   SparseWeights() = default;
   // From dense row-major W (row stride ldw floats); exact zeros are dropped. Throws an Error
-  // when cols × x_stride × 4 bytes does not fit the int32 byte deltas.
+  // when rows × cols does not fit the int32 offsets.
   SparseWeights(int64_t rows, int64_t cols, const float* w, int64_t ldw, int64_t x_stride);
 
   int64_t rows() const { return rows_; }
@@ -51,16 +51,11 @@ class SparseWeights {
   const float* values() const { return values_.data(); }       // nonzeros, row by row
   const int32_t* columns() const { return columns_.data(); }   // column of each nonzero
   const int32_t* row_start() const { return row_start_.data(); }  // rows + 1 offsets into values
-  // deltas()[i]: bytes from nonzero i's input row to nonzero i+1's (0 after the last), so a
-  // pointer into X walks every nonzero of consecutive rows by additions only.
-  const int32_t* deltas() const { return deltas_.data(); }
-  // Byte offset of the input row of the first nonzero at or after row r (0 when none follows).
-  int64_t first_offset(int64_t r) const;
 
  private:
   int64_t rows_ = 0, cols_ = 0, x_stride_ = 0;
   std::vector<float> values_;
-  std::vector<int32_t> columns_, row_start_, deltas_;
+  std::vector<int32_t> columns_, row_start_;
 };
 
 struct SpmmEpilogue {

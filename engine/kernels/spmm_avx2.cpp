@@ -1,16 +1,18 @@
 // AVX2+FMA sparse kernels (compiled with -mavx2 -mfma; called only after cpuid says so).
 //
-// f32_spmm_32x1: 32 columns × 1 output row per step of a row's nonzeros: 1 broadcast + 4 loads
-// + 4 FMAs. One set of 4 accumulators would chain every FMA on the previous one (4-cycle
-// latency per nonzero), so even and odd nonzeros go to two sets (8 accumulators) that are
-// summed once per row: the loop is then bound by the loads (~2.5 cycles per nonzero).
-// Column tails (< 32 columns): one pass with 1-4 vectors, the last one masked, so a tail costs
-// one walk over the nonzeros (7×7 = 49 columns: 32 + 17, not 32 + 16 + 1).
+// f32_spmm_32x1: 32 columns × 1 output row per step of a row's nonzeros: 1 broadcast, 1 column
+// index and 4 aligned loads of the input row (column × 128 B into a packed panel) + 4 FMAs.
+// One set of 4 accumulators would chain every FMA on the previous one (4-cycle latency per
+// nonzero), so even and odd nonzeros go to two sets (8 accumulators) that are summed once per
+// row: the loop is then bound by the loads. Column tails (< 32 columns): one pass with 1-4
+// vectors over the zero-padded panel, the last store masked (7×7 = 49 columns: 32 + 17).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/kernels/avx2_reduce.h"
+#include "engine/kernels/scratch.h"
 #include "engine/kernels/spmm.h"
 
 namespace xnn::kernels {
@@ -32,20 +34,20 @@ inline __m256 activate(__m256 v, const Activation& act) {
   }
 }
 
-// NV vectors of 8 columns for rows [r0, r1); with kMaskLast the last vector has only `valid`
-// lanes (masked loads and stores: nothing past the block is read or written).
+constexpr int64_t kPanel = 32;  // floats per packed input row
+
+// NV vectors of 8 columns for rows [r0, r1) from a panel (kPanel floats per input row, zero
+// padded), writing Y columns [c, c + width); with kMaskLast the last vector has only `valid`
+// lanes (masked stores: nothing past the block is written).
 template <int NV, bool kMaskLast>
-void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c, int64_t valid, const float* x, float* y,
+void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, const float* panel, int64_t c, int64_t valid, float* y,
                int64_t ldy, const SpmmEpilogue& ep) {
+  static_assert(NV * 8 <= kPanel, "a tile reads within one panel row");
   const __m256i mask = kMaskLast ? lane_mask(valid) : _mm256_setzero_si256();
-  const auto load = [&](const char* p, int i) {
-    return kMaskLast && i == NV - 1 ? _mm256_maskload_ps(reinterpret_cast<const float*>(p + 32 * i), mask)
-                                    : _mm256_loadu_ps(reinterpret_cast<const float*>(p + 32 * i));
-  };
+  const auto load = [&](const float* p, int i) { return _mm256_load_ps(p + 8 * i); };
   const int32_t* start = w.row_start();
   const float* v = w.values() + start[r0];
-  const int32_t* d = w.deltas() + start[r0];
-  const char* p = reinterpret_cast<const char*>(x + c) + w.first_offset(r0);
+  const int32_t* col = w.columns() + start[r0];
   const bool in_register = act_in_register(ep.act.kind);
   const int64_t width = kMaskLast ? 8 * (NV - 1) + valid : 8 * NV;
   for (int64_t r = r0; r < r1; ++r) {
@@ -55,18 +57,18 @@ void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c, int64_
     int32_t cnt = start[r + 1] - start[r];
     for (; cnt >= 2; cnt -= 2) {
       const __m256 w0 = _mm256_broadcast_ss(v);
-      for (int i = 0; i < NV; ++i) a0[i] = _mm256_fmadd_ps(w0, load(p, i), a0[i]);
-      p += d[0];
+      const float* p0 = panel + int64_t{col[0]} * kPanel;
+      for (int i = 0; i < NV; ++i) a0[i] = _mm256_fmadd_ps(w0, load(p0, i), a0[i]);
       const __m256 w1 = _mm256_broadcast_ss(v + 1);
-      for (int i = 0; i < NV; ++i) a1[i] = _mm256_fmadd_ps(w1, load(p, i), a1[i]);
-      p += d[1];
-      v += 2, d += 2;
+      const float* p1 = panel + int64_t{col[1]} * kPanel;
+      for (int i = 0; i < NV; ++i) a1[i] = _mm256_fmadd_ps(w1, load(p1, i), a1[i]);
+      v += 2, col += 2;
     }
     if (cnt) {
       const __m256 w0 = _mm256_broadcast_ss(v);
-      for (int i = 0; i < NV; ++i) a0[i] = _mm256_fmadd_ps(w0, load(p, i), a0[i]);
-      p += d[0];
-      ++v, ++d;
+      const float* p0 = panel + int64_t{col[0]} * kPanel;
+      for (int i = 0; i < NV; ++i) a0[i] = _mm256_fmadd_ps(w0, load(p0, i), a0[i]);
+      ++v, ++col;
     }
     float* yr = y + r * ldy + c;
     const float* res = ep.residual ? ep.residual + r * ep.ldr + c : nullptr;
@@ -89,17 +91,38 @@ void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c, int64_
 
 void f32_spmm_block__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
                           float* y, int64_t ldy, const SpmmEpilogue& ep) {
-  int64_t c = c0;
-  for (; c + 32 <= c1; c += 32) spmm_tile<4, false>(w, r0, r1, c, 8, x, y, ldy, ep);
-  // The remaining < 32 columns in one pass over the nonzeros (1-4 vectors, the last masked).
-  const int64_t rest = c1 - c, valid = rest % 8 ? rest % 8 : 8;
-  const bool mask = rest % 8 != 0;
-  switch ((rest + 7) / 8) {
-    case 0: break;
-    case 1: mask ? spmm_tile<1, true>(w, r0, r1, c, valid, x, y, ldy, ep) : spmm_tile<1, false>(w, r0, r1, c, 8, x, y, ldy, ep); break;
-    case 2: mask ? spmm_tile<2, true>(w, r0, r1, c, valid, x, y, ldy, ep) : spmm_tile<2, false>(w, r0, r1, c, 8, x, y, ldy, ep); break;
-    case 3: mask ? spmm_tile<3, true>(w, r0, r1, c, valid, x, y, ldy, ep) : spmm_tile<3, false>(w, r0, r1, c, 8, x, y, ldy, ep); break;
-    default: spmm_tile<4, true>(w, r0, r1, c, valid, x, y, ldy, ep); break;
+  // Copy X[:, c0:c1] into panels of 32 columns, [tile][k][32], zero-padded. In place, the input
+  // rows a tile reads are a whole row of X apart: 3-12 KB for 28x28-56x56 maps, so every
+  // nonzero lands on another page and the walk waits on TLB misses; 196 B for 7x7 maps, so most
+  // reads straddle three cache lines and the tail needs masked loads. A panel row is 128 B,
+  // aligned, and a tile's panel (k x 128 B) stays in L1/L2. The copy is read back
+  // rows x density times. Measured on Zen 4: 1.3-1.45x faster at 80% zeros for 7x7-28x28 maps.
+  const int64_t n = c1 - c0, k = w.cols(), stride = w.x_stride();
+  const int64_t tiles = (n + kPanel - 1) / kPanel;
+  float* panels = thread_scratch_f32(static_cast<size_t>(tiles * k * kPanel), 0);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const float* src = x + kk * stride + c0;
+    for (int64_t t = 0; t < tiles; ++t) {
+      float* dst = panels + (t * k + kk) * kPanel;
+      const int64_t len = std::min(kPanel, n - t * kPanel);
+      if (len == kPanel) {
+        for (int i = 0; i < 4; ++i) _mm256_store_ps(dst + 8 * i, _mm256_loadu_ps(src + t * kPanel + 8 * i));
+      } else {
+        for (int64_t i = 0; i < kPanel; ++i) dst[i] = i < len ? src[t * kPanel + i] : 0.0f;
+      }
+    }
+  }
+  for (int64_t t = 0; t < tiles; ++t) {
+    const float* panel = panels + t * k * kPanel;
+    const int64_t c = c0 + t * kPanel, cols = std::min(kPanel, n - t * kPanel);
+    const int64_t valid = cols % 8 ? cols % 8 : 8;
+    const bool mask = cols % 8 != 0;
+    switch ((cols + 7) / 8) {
+      case 1: mask ? spmm_tile<1, true>(w, r0, r1, panel, c, valid, y, ldy, ep) : spmm_tile<1, false>(w, r0, r1, panel, c, 8, y, ldy, ep); break;
+      case 2: mask ? spmm_tile<2, true>(w, r0, r1, panel, c, valid, y, ldy, ep) : spmm_tile<2, false>(w, r0, r1, panel, c, 8, y, ldy, ep); break;
+      case 3: mask ? spmm_tile<3, true>(w, r0, r1, panel, c, valid, y, ldy, ep) : spmm_tile<3, false>(w, r0, r1, panel, c, 8, y, ldy, ep); break;
+      default: mask ? spmm_tile<4, true>(w, r0, r1, panel, c, valid, y, ldy, ep) : spmm_tile<4, false>(w, r0, r1, panel, c, 8, y, ldy, ep); break;
+    }
   }
 }
 

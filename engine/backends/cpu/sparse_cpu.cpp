@@ -109,7 +109,6 @@ std::unique_ptr<CpuKernel> make_sparse_conv_kernel(const CpuKernelPrepareContext
   if (!bias_ok) return nullptr;
   const bool has_residual = ctx.inputs.size() > 3 && ctx.inputs[3].dtype != DType::kUnknown;
   if (has_residual && (ctx.inputs[3].dtype != DType::kF32 || ctx.inputs[3].shape != out)) return nullptr;
-  if (cin * hw > (int64_t{1} << 29)) return nullptr;  // byte deltas are int32
   return std::make_unique<SparseConv1x1Kernel>(x.shape[0], cin, hw, cout, wv, std::move(bias), has_residual,
                                                fused_activation(node), ctx.isa);
 }
