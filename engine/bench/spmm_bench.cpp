@@ -3,8 +3,8 @@
 // (f32_spmm / f32_spmv) at 50..95% zeros. Counter "GFLOP/s" counts the DENSE work (2·M·N·K),
 // so its ratio sparse/dense is the speedup directly.
 //
-//   xnn_kernel_bench --benchmark_filter='BM_(dense|sparse|sliced)_' --benchmark_min_time=0.2 \
-//       --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true
+//   xnn_kernel_bench --benchmark_filter='BM_(dense|sparse|sliced)_' --benchmark_min_time=0.2
+//       --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true   (one command)
 //
 // Args: conv1x1 {Cout, H·W, Cin[, zeros %]}; linear {M (batch), K, N[, zeros %]}.
 // Shapes: MobileNet-like 1×1 convolutions 56²×64→64, 28²×128→128, 14²×256→256, 7²×512→512;
@@ -118,17 +118,19 @@ void BM_sparse_linear(benchmark::State& state) {
   set_rate(state, m, n, k);
 }
 
-// Batch 1 in the AVX-512 permute format (spmv_sliced.h), what the backend takes on such a CPU.
+// Batch 1 in the permute format (spmv_sliced.h) of this CPU's kernel (16x32 with AVX-512, 8x8
+// with AVX2; XNN_ISA=avx2 measures the 8x8 one on an AVX-512 CPU), what the backend takes.
 void BM_sliced_linear(benchmark::State& state) {
   const int64_t k = state.range(1), n = state.range(2);
   const double zeros = static_cast<double>(state.range(3)) / 100.0;
   if (!spmv_sliced_fast()) {
-    state.SkipWithError("needs AVX-512 (spmv_sliced_fast)");
+    state.SkipWithError("needs AVX2 (spmv_sliced_fast)");
     return;
   }
   const std::vector<float> w = weights(n * k, zeros, 1), x = weights(k, 0.0, 2), b = weights(n, 0.0, 3);
   std::vector<float> y(static_cast<size_t>(n));
-  const SlicedSparseWeights sw(n, k, w.data(), k);
+  const SlicedSparseWeights sw(n, k, w.data(), k, spmv_sliced_shape());
+  state.SetLabel(spmv_sliced_kernel_name(sw.shape()));
   for (auto _ : state) {
     f32_spmv_sliced(sw, x.data(), b.data(), Activation::relu(), y.data(), nullptr);
     benchmark::DoNotOptimize(y.data());

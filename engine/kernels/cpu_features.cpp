@@ -65,14 +65,22 @@ Isa best_isa() {
 
 bool cpu_has_vnni() { return cpu_features().avx_vnni || cpu_features().avx512_vnni; }
 
-bool vnni_enabled() {
-  static const bool enabled = [] {
+namespace {
+// Whether kernels beyond plain AVX2 (VNNI, AVX-512) may run: AVX2 is the chosen ISA and XNN_ISA
+// does not cap it at avx2 or scalar.
+bool above_avx2_allowed() {
+  static const bool allowed = [] {
     const char* env = std::getenv("XNN_ISA");
     const bool capped = env && (std::string(env) == "avx2" || std::string(env) == "scalar");
-    return !capped && best_isa() == Isa::kAvx2 && cpu_has_vnni();
+    return !capped && best_isa() == Isa::kAvx2;
   }();
-  return enabled;
+  return allowed;
 }
+}  // namespace
+
+bool vnni_enabled() { return above_avx2_allowed() && cpu_has_vnni(); }
+
+bool avx512_enabled() { return above_avx2_allowed() && cpu_features().avx512; }
 
 std::string_view isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "scalar"; }
 

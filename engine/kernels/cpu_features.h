@@ -31,6 +31,9 @@ bool cpu_has_vnni();
 // plain AVX2 kernels, to measure or test what a CPU without VNNI runs). An extension of the AVX2
 // level, not an Isa: only the int8 GEMM has VNNI kernels, and they stay 256 bits wide.
 bool vnni_enabled();
+// Whether AVX-512 kernels may run: the CPU has usable AVX-512F, AVX2 is the chosen ISA and
+// XNN_ISA does not cap it (the same cap as vnni_enabled).
+bool avx512_enabled();
 // Whether `isa` can run here.
 bool isa_supported(Isa isa);
 std::string_view isa_name(Isa isa);  // "scalar", "avx2"

@@ -9,13 +9,13 @@
 namespace xnn::kernels {
 
 void f32_spmv_sliced_groups__avx512(const SlicedSparseWeights& w, int64_t g0, int64_t g1, const float* x, float* y16) {
-  constexpr int R = SlicedSparseWeights::kRows;
+  constexpr int R = 16;  // kSlices16x32
   const int64_t cols = w.cols();
   for (int64_t g = g0; g < g1; ++g) {
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
     for (int32_t bi = w.group_start()[g]; bi < w.group_start()[g + 1]; ++bi) {
       const SlicedSparseWeights::Block& blk = w.blocks()[bi];
-      const int64_t c0 = int64_t{blk.col_block} * SlicedSparseWeights::kCols;
+      const int64_t c0 = int64_t{blk.col_block} * 32;
       __m512 lo, hi;
       if (c0 + 32 <= cols) {
         lo = _mm512_loadu_ps(x + c0);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "engine/core/error.h"
 #include "engine/kernels/spmm.h"
 #include "engine/kernels/spmv_sliced.h"
 
@@ -200,25 +201,60 @@ TEST(SlicedSparseWeights, LayoutOfSlicesAndBlocks) {
   EXPECT_EQ(SlicedSparseWeights(5, 7, std::vector<float>(35, 0.0f).data(), 7).slices(), 0);
 }
 
-// Both paths of the sliced GEMV against the dense double reference, and against each other bit
-// for bit (the format fixes the sum order); shapes with partial row groups and column blocks.
+// The 8x8 shape: a column block with more than 4 slices is stored as blocks of exactly 4, the
+// last padded with weight-0 slices.
+TEST(SlicedSparseWeights, EightByEightBlocksHoldFourSlices) {
+  std::vector<float> w(9 * 10, 0.0f);
+  for (int c = 0; c < 6; ++c) w[0 * 10 + c] = 1.0f + static_cast<float>(c);  // row 0: 6 nonzeros in block 0
+  w[3 * 10 + 9] = 7;                                                          // row 3: block 1 (partial)
+  w[8 * 10 + 2] = 8;                                                          // row 8: the second group
+  const SlicedSparseWeights sw(9, 10, w.data(), 10, kSlices8x8);
+  EXPECT_EQ(sw.shape(), kSlices8x8);
+  EXPECT_EQ(sw.groups(), 2);
+  EXPECT_EQ(sw.nnz(), 8);
+  ASSERT_EQ(sw.group_start()[1], 3);  // block 0 as two blocks of 4 slices, then block 1
+  for (int b = 0; b < 3; ++b) EXPECT_EQ(sw.blocks()[b].slices, 4) << b;
+  EXPECT_EQ(sw.blocks()[0].col_block, 0);
+  EXPECT_EQ(sw.blocks()[1].col_block, 0);
+  EXPECT_EQ(sw.blocks()[1].first_slice, 4);
+  EXPECT_EQ(sw.blocks()[1].first_quad, 1);
+  EXPECT_EQ(sw.blocks()[2].col_block, 1);
+  EXPECT_EQ(sw.slices(), 16);
+  EXPECT_EQ(sw.weights()[5 * 8 + 0], 6.0f);  // slice 5: row 0's sixth nonzero
+  EXPECT_EQ(sw.weights()[6 * 8 + 0], 0.0f);  // slices 6, 7: padding
+  EXPECT_EQ(sw.lanes()[1 * 32 + 4 * 0 + 1], 5);  // quad 1, row 0, slice 5: column 5
+  EXPECT_EQ(sw.lanes()[2 * 32 + 4 * 3 + 0], 1);  // block 1, row 3: column 9 = 8 + 1
+  EXPECT_THROW(SlicedSparseWeights(4, 4, w.data(), 10, SliceShape{4, 8}), xnn::Error);
+  EXPECT_THROW(SlicedSparseWeights(4, 4, w.data(), 10, SliceShape{8, 33}), xnn::Error);
+}
+
+// Every path of the sliced GEMV, in both shapes, against the dense double reference, and the
+// SIMD kernels against the scalar path bit for bit (the format fixes the sum order); shapes
+// with partial row groups and column blocks.
 TEST(SpmvSliced, RandomShapesMatchDenseReferenceAndPathsAreBitExact) {
   std::mt19937 rng(6);
   const double sparsities[] = {0.0, 0.7, 0.8, 0.95, 1.0 - 1e-9};
   for (int trial = 0; trial < 60; ++trial) {
     const GemvCase c = random_gemv(rng, sparsities[rng() % 5]);
-    const SlicedSparseWeights sw(c.rows, c.cols, c.w.data(), c.cols);
-    for (int threads : {1, 2}) {
-      ThreadPool pool(threads);
-      std::vector<float> y(static_cast<size_t>(c.rows), std::nanf(""));
-      f32_spmv_sliced(sw, c.x.data(), c.with_bias ? c.bias.data() : nullptr, c.act, y.data(), &pool);
-      EXPECT_LT(rel_error(y, c.want), 1e-5) << "trial " << trial << " " << spmv_sliced_kernel_name();
-    }
-    std::vector<float> scalar(static_cast<size_t>(sw.groups() * 16)), fast(scalar.size());
-    f32_spmv_sliced_groups__scalar(sw, 0, sw.groups(), c.x.data(), scalar.data());
-    if (cpu_features().avx512) {
-      f32_spmv_sliced_groups__avx512(sw, 0, sw.groups(), c.x.data(), fast.data());
-      EXPECT_EQ(scalar, fast) << "trial " << trial;
+    for (const SliceShape shape : {kSlices16x32, kSlices8x8}) {
+      const SlicedSparseWeights sw(c.rows, c.cols, c.w.data(), c.cols, shape);
+      const std::string what = "trial " + std::to_string(trial) + " " + spmv_sliced_kernel_name(shape);
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        std::vector<float> y(static_cast<size_t>(c.rows), std::nanf(""));
+        f32_spmv_sliced(sw, c.x.data(), c.with_bias ? c.bias.data() : nullptr, c.act, y.data(), &pool);
+        EXPECT_LT(rel_error(y, c.want), 1e-5) << what;
+      }
+      std::vector<float> scalar(static_cast<size_t>(sw.groups() * shape.rows)), fast(scalar.size());
+      f32_spmv_sliced_groups__scalar(sw, 0, sw.groups(), c.x.data(), scalar.data());
+      if (shape == kSlices16x32 && cpu_features().avx512) {
+        f32_spmv_sliced_groups__avx512(sw, 0, sw.groups(), c.x.data(), fast.data());
+        EXPECT_EQ(scalar, fast) << what;
+      }
+      if (shape == kSlices8x8 && isa_supported(Isa::kAvx2)) {
+        f32_spmv_sliced_groups__avx2(sw, 0, sw.groups(), c.x.data(), fast.data());
+        EXPECT_EQ(scalar, fast) << what;
+      }
     }
   }
 }
@@ -227,8 +263,11 @@ TEST(Spmm, KernelNames) {
   EXPECT_EQ(spmm_kernel_name(Isa::kAvx2), "f32_spmm_32x1__avx2");
   EXPECT_EQ(spmm_kernel_name(Isa::kScalar), "f32_spmm_8x1__scalar");
   EXPECT_EQ(spmv_kernel_name(Isa::kAvx2), "f32_spmv_8x1__avx2");
-  EXPECT_EQ(spmv_sliced_kernel_name(),
-            spmv_sliced_fast() ? "f32_spmv_16x32perm__avx512" : "f32_spmv_16x32perm__scalar");
+  EXPECT_EQ(spmv_sliced_kernel_name(kSlices16x32),
+            avx512_enabled() ? "f32_spmv_16x32perm__avx512" : "f32_spmv_16x32perm__scalar");
+  EXPECT_EQ(spmv_sliced_kernel_name(kSlices8x8),
+            best_isa() == Isa::kAvx2 ? "f32_spmv_8x8perm__avx2" : "f32_spmv_8x8perm__scalar");
+  EXPECT_EQ(spmv_sliced_shape(), avx512_enabled() ? kSlices16x32 : kSlices8x8);
 }
 
 }  // namespace

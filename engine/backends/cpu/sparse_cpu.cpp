@@ -7,8 +7,8 @@
 // on AVX2, see the comment there for the figures):
 //   1×1 conv (group 1, stride 1, no padding)    zeros >= kMinSparsityConv1x1  -> f32_spmm
 //   linear layer, batch M >= 2                  zeros >= kMinSparsityLinear   -> f32_spmm on Xᵀ
-//   linear layer, batch M == 1, AVX-512         zeros >= kMinSparsityGemvSliced -> f32_spmv_sliced
-//   linear layer, batch M == 1, AVX2            zeros >= kMinSparsityGemv     -> f32_spmv (gather)
+//   linear layer, batch M == 1                  see gemv_kernel(): f32_spmv_sliced (permutes, 16x32
+//                                               with AVX-512, 8x8 with AVX2) or f32_spmv (CSR gather)
 // Epilogues: bias, FusedConv's residual input and every fused activation are applied by the
 // sparse kernels, so a fused node still writes its output once.
 #include <algorithm>
@@ -26,18 +26,45 @@ namespace {
 
 using kernels::Isa;
 
-// From engine/bench/spmm_bench.cpp (AVX2, one thread, dense time / sparse time; the full table
-// is in compress/prune/README.md): 1x1 conv 56²×64→64 .. 7²×512→512 0.7-1.4x at 50%, 1.2-2.4x at
-// 70%, 1.9-3.0x at 80%; linear 64×784→300 0.8-1.0x at 50%, 1.3x at 70%; batch 1 (gather)
-// 784→300 0.5x at 70%, 0.8x at 80%, 1.2-1.6x at 90%, 1024→1024 1.1-1.25x at 70%, 2.0x at 80%.
-// Sparse from 70% zeros, batch-1 linear layers from 85% (the small layer decides).
+// From engine/bench/spmm_bench.cpp (one thread, dense time / sparse time, Zen 4; the full table
+// is in compress/prune/README.md): 1x1 conv 56²×64→64 .. 7²×512→512 0.8-1.5x at 50%, 1.4-2.1x at
+// 70%, 2.4-2.8x at 80%; linear 64×784→300 0.7-0.8x at 50%, 1.25-1.5x at 70%, 2.0-2.3x at 80%.
+// Sparse from 70% zeros. Batch-1 linear layers: below, per kernel; the scalar ISA's CSR kernel
+// from 85%.
 constexpr double kMinSparsityConv1x1 = 0.7;
 constexpr double kMinSparsityLinear = 0.7;
 constexpr double kMinSparsityGemv = 0.85;
 // Batch 1 with AVX-512 (f32_spmv_16x32perm__avx512, permutes instead of gathers; Zen 4, one
-// thread, dense / sparse): 784→300 and 1024→1024 about 1.0x at 50%, 1.3-1.5x at 70%, 2.2x at 80%
-// (compress/prune/README.md).
+// thread, dense / sparse): 784→300 and 1024→1024 about 1.0x at 50%, 1.3-1.5x at 70%, 1.8-2.2x at
+// 80%, 2.7-3.3x at 90% (compress/prune/README.md).
 constexpr double kMinSparsityGemvSliced = 0.7;
+// Batch 1 with AVX2 only (Zen 4 with XNN_ISA=avx2, dense / sparse): the 8x8 permute format
+// (f32_spmv_8x8perm__avx2) 784->300 1.0x, 1024->1024 1.5x at 80%, 1.3x and 1.5x at 90%, 1.5x at
+// 95%: both it and the dense GEMV stream from L2, and its blocks are padded to 4 slices (~12
+// bytes per nonzero at 80%), so its time hardly falls with more zeros. The CSR gather kernel
+// (8 bytes per nonzero, ~1 cycle each) runs 0.6x at 80%, 1.0-1.4x at 90%, 1.6-2.3x at 95%: it
+// takes over from 93% zeros, and for weights that stream from DRAM (more than 16 MB), where the
+// fewest bytes win (4096->4096 at 80%: 2.3x, vs 1.0x for the 8x8 format; 1.5x at 70%).
+constexpr double kMinSparsityGemvSliced8x8 = 0.8;
+constexpr double kMinSparsityGemvCsrAvx2 = 0.93;
+constexpr int64_t kStreamedWeightBytes = int64_t{16} << 20;
+constexpr double kMinSparsityGemvStreamed = 0.7;
+
+// Batch-1 linear layers [K -> N] with this share of zeros: which kernel the backend takes.
+enum class GemvKernel { kDense, kSliced, kCsr };
+GemvKernel gemv_kernel(int64_t k, int64_t n, double zeros, Isa isa) {
+  const auto from = [zeros](double min, GemvKernel kernel) { return zeros >= min ? kernel : GemvKernel::kDense; };
+  if (isa != Isa::kAvx2 || !kernels::spmv_sliced_fast()) return from(kMinSparsityGemv, GemvKernel::kCsr);
+  if (kernels::spmv_sliced_shape() == kernels::kSlices16x32) return from(kMinSparsityGemvSliced, GemvKernel::kSliced);
+  if (k * n * 4 > kStreamedWeightBytes) return from(kMinSparsityGemvStreamed, GemvKernel::kCsr);
+  if (zeros >= kMinSparsityGemvCsrAvx2) return GemvKernel::kCsr;
+  return from(kMinSparsityGemvSliced8x8, GemvKernel::kSliced);
+}
+
+// Whether a linear layer [M×K] · [K×N] with this share of zeros takes a sparse kernel.
+bool sparse_linear_pays(int64_t m, int64_t k, int64_t n, double zeros, Isa isa) {
+  return m > 1 ? zeros >= kMinSparsityLinear : gemv_kernel(k, n, zeros, isa) != GemvKernel::kDense;
+}
 
 class SparseConv1x1Kernel final : public CpuKernel {
  public:
@@ -118,19 +145,19 @@ std::unique_ptr<CpuKernel> make_sparse_conv_kernel(const CpuKernelPrepareContext
 // (op(A) itself when Gemm has transA), transposed into Y when M > 1.
 class SparseLinearKernel final : public CpuKernel {
  public:
-  SparseLinearKernel(int64_t m, int64_t k, int64_t n, bool trans_a, const std::vector<float>& wt,
+  SparseLinearKernel(int64_t m, int64_t k, int64_t n, bool trans_a, const std::vector<float>& wt, double zeros,
                      std::vector<float> bias, kernels::Activation act, Isa isa, std::string op)
-      : m_(m), k_(k), n_(n), trans_a_(trans_a), sliced_(m == 1 && isa == Isa::kAvx2 && kernels::spmv_sliced_fast()),
+      : m_(m), k_(k), n_(n), trans_a_(trans_a), sliced_(m == 1 && gemv_kernel(k, n, zeros, isa) == GemvKernel::kSliced),
         bias_(std::move(bias)), act_(act), isa_(isa), op_(std::move(op)) {
     if (sliced_) {
-      sliced_w_ = kernels::SlicedSparseWeights(n, k, wt.data(), k);
+      sliced_w_ = kernels::SlicedSparseWeights(n, k, wt.data(), k, kernels::spmv_sliced_shape());
     } else {
       w_ = kernels::SparseWeights(n, k, wt.data(), k, m);
     }
   }
 
   std::string name() const override {
-    if (sliced_) return "f32_" + op_ + "_sparse+" + kernels::spmv_sliced_kernel_name();
+    if (sliced_) return "f32_" + op_ + "_sparse+" + kernels::spmv_sliced_kernel_name(sliced_w_.shape());
     return "f32_" + op_ + "_sparse+" + (m_ == 1 ? kernels::spmv_kernel_name(isa_) : kernels::spmm_kernel_name(isa_));
   }
 
@@ -163,7 +190,7 @@ class SparseLinearKernel final : public CpuKernel {
  private:
   int64_t m_, k_, n_;
   bool trans_a_;
-  bool sliced_;                             // batch 1 on AVX-512: the permute format
+  bool sliced_;                             // batch 1, gemv_kernel(): the permute format
   kernels::SparseWeights w_;                // CSR, otherwise
   kernels::SlicedSparseWeights sliced_w_;
   std::vector<float> bias_;
@@ -171,11 +198,6 @@ class SparseLinearKernel final : public CpuKernel {
   Isa isa_;
   std::string op_;
 };
-
-double min_sparsity_linear(int64_t m, Isa isa) {
-  if (m > 1) return kMinSparsityLinear;
-  return isa == Isa::kAvx2 && kernels::spmv_sliced_fast() ? kMinSparsityGemvSliced : kMinSparsityGemv;
-}
 
 std::unique_ptr<CpuKernel> make_sparse_gemm_kernel(const CpuKernelPrepareContext& ctx) {
   const Node& node = ctx.node;
@@ -191,7 +213,8 @@ std::unique_ptr<CpuKernel> make_sparse_gemm_kernel(const CpuKernelPrepareContext
   const int64_t n = trans_b ? b.shape[0] : b.shape[1];
   if ((trans_b ? b.shape[1] : b.shape[0]) != k || m < 1 || k * m > (int64_t{1} << 29)) return nullptr;
   const float* bw = b.value->data<float>();
-  if (kernels::zero_fraction(bw, n * k) < min_sparsity_linear(m, ctx.isa)) return nullptr;
+  const double zeros = kernels::zero_fraction(bw, n * k);
+  if (!sparse_linear_pays(m, k, n, zeros, ctx.isa)) return nullptr;
   std::vector<float> bias;
   if (ctx.inputs.size() > 2 && ctx.inputs[2].dtype != DType::kUnknown) {
     const TensorInfo& c = ctx.inputs[2];
@@ -206,7 +229,7 @@ std::unique_ptr<CpuKernel> make_sparse_gemm_kernel(const CpuKernelPrepareContext
   std::vector<float> wt(static_cast<size_t>(n * k));
   for (int64_t j = 0; j < n; ++j)
     for (int64_t p = 0; p < k; ++p) wt[static_cast<size_t>(j * k + p)] = alpha * (trans_b ? bw[j * k + p] : bw[p * n + j]);
-  return std::make_unique<SparseLinearKernel>(m, k, n, trans_a, wt, std::move(bias), fused_activation(node), ctx.isa,
+  return std::make_unique<SparseLinearKernel>(m, k, n, trans_a, wt, zeros, std::move(bias), fused_activation(node), ctx.isa,
                                               "gemm");
 }
 
@@ -222,11 +245,12 @@ std::unique_ptr<CpuKernel> make_sparse_matmul_kernel(const CpuKernelPrepareConte
   const int64_t m = shape_numel(a.shape) / k;  // leading dims of A fold into M
   if (m < 1 || k * m > (int64_t{1} << 29)) return nullptr;
   const float* bw = b.value->data<float>();
-  if (kernels::zero_fraction(bw, n * k) < min_sparsity_linear(m, ctx.isa)) return nullptr;
+  const double zeros = kernels::zero_fraction(bw, n * k);
+  if (!sparse_linear_pays(m, k, n, zeros, ctx.isa)) return nullptr;
   std::vector<float> wt(static_cast<size_t>(n * k));
   for (int64_t j = 0; j < n; ++j)
     for (int64_t p = 0; p < k; ++p) wt[static_cast<size_t>(j * k + p)] = bw[p * n + j];
-  return std::make_unique<SparseLinearKernel>(m, k, n, false, wt, std::vector<float>{}, kernels::Activation{}, ctx.isa,
+  return std::make_unique<SparseLinearKernel>(m, k, n, false, wt, zeros, std::vector<float>{}, kernels::Activation{}, ctx.isa,
                                               "matmul");
 }
 
