@@ -3,6 +3,8 @@
 // run, whose overhead dominated int8 im2col and the depthwise kernels' padded rows on layers
 // with small feature maps. Baseline ISA (the compiler turns the fixed-size memcpy into moves).
 #pragma once
+#include <emmintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -33,6 +35,21 @@ inline void copy_byte_run(uint8_t* d, const uint8_t* s, int64_t n) {
       default: break;
     }
   }
+}
+
+// d[i] = s[2·i] for i < n (the input row of a stride-2 convolution tap): 16 outputs per two
+// 16-byte loads, keeping the even bytes (mask, then pack 16-bit lanes with unsigned saturation,
+// exact for values < 256). Reads s[0 .. 2·n − 2] only: the vector loop stops while s[2·i + 31]
+// is still in range. SSE2, so the baseline ISA.
+inline void copy_byte_run_stride2(uint8_t* d, const uint8_t* s, int64_t n) {
+  const __m128i even = _mm_set1_epi16(0x00ff);
+  int64_t i = 0;
+  for (; i + 17 <= n; i += 16) {
+    const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * i)), even);
+    const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * i + 16)), even);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_packus_epi16(a, b));
+  }
+  for (; i < n; ++i) d[i] = s[2 * i];
 }
 
 inline void fill_byte_run(uint8_t* d, uint8_t v, int64_t n) {

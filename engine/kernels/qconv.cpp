@@ -48,6 +48,8 @@ void im2col_block(const QConvShape& s, const uint8_t* xg, uint8_t x_zp, int64_t 
         const uint8_t* src = plane + iy * s.in_w + base + (ox0 + b) * s.stride_w;
         if (s.stride_w == 1) {
           copy_byte_run(d + b, src, e - b);
+        } else if (s.stride_w == 2) {
+          copy_byte_run_stride2(d + b, src, e - b);
         } else {
           for (int64_t i = 0; i < e - b; ++i) d[b + i] = src[i * s.stride_w];
         }
@@ -101,6 +103,14 @@ PackedQConvWeights::PackedQConvWeights(const QConvShape& s, const int8_t* weight
   direct_ = s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
             s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0;
   const int64_t m = s.out_per_group(), k = s.depth();
+  const int64_t hp = s.in_h + s.pad_t + s.pad_b, wp = s.in_w + s.pad_l + s.pad_r;
+  if (!direct_ && s.stride_h == 1 && s.stride_w == 1 && 4 * (wp - s.out_w()) <= wp) {
+    implicit_offsets_.reserve(static_cast<size_t>(k));
+    for (int64_t c = 0; c < s.in_per_group(); ++c)
+      for (int64_t ki = 0; ki < s.kernel_h; ++ki)
+        for (int64_t kj = 0; kj < s.kernel_w; ++kj)
+          implicit_offsets_.push_back(c * hp * wp + ki * s.dilation_h * wp + kj * s.dilation_w);
+  }
   groups_.reserve(static_cast<size_t>(s.groups));
   for (int64_t g = 0; g < s.groups; ++g) {
     groups_.emplace_back(m, k, weights + g * m * k, k, bias ? bias + g * m : nullptr, isa);
@@ -108,8 +118,30 @@ PackedQConvWeights::PackedQConvWeights(const QConvShape& s, const int8_t* weight
 }
 
 std::string PackedQConvWeights::kernel_name() const {
-  return std::string(direct_ ? "qs8_conv_1x1+" : "qs8_conv_im2col+") + groups_.front().kernel_name();
+  const char* algo = direct_ ? "qs8_conv_1x1+" : implicit_gemm() ? "qs8_conv_implicit+" : "qs8_conv_im2col+";
+  return std::string(algo) + groups_.front().kernel_name();
 }
+
+namespace {
+
+// [C][H][W] into [C][H + pt + pb][W + pl + pr] with x_zp around each plane.
+void pad_planes(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out) {
+  const int64_t wp = s.in_w + s.pad_l + s.pad_r;
+  for (int64_t c = 0; c < s.in_channels; ++c) {
+    const uint8_t* plane = in + c * s.in_h * s.in_w;
+    fill_byte_run(out, x_zp, s.pad_t * wp + s.pad_l);
+    out += s.pad_t * wp + s.pad_l;
+    for (int64_t y = 0; y < s.in_h; ++y) {
+      copy_byte_run(out, plane + y * s.in_w, s.in_w);
+      // This row's right padding and the next row's left padding (or the bottom rows').
+      const int64_t gap = y + 1 < s.in_h ? s.pad_r + s.pad_l : s.pad_r + s.pad_b * wp;
+      fill_byte_run(out + s.in_w, x_zp, gap);
+      out += s.in_w + gap;
+    }
+  }
+}
+
+}  // namespace
 
 void qs8_conv2d(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zero_point, const QRequant& rq,
                 uint8_t* output, ThreadPool* pool) {
@@ -117,6 +149,24 @@ void qs8_conv2d(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zer
   check_requant(rq, s.out_channels, "qs8_conv2d");
   const int64_t n = s.out_h() * s.out_w(), k = s.depth();
   const int64_t in_plane = s.in_h * s.in_w;
+  if (w.implicit_gemm()) {
+    const int64_t hp = s.in_h + s.pad_t + s.pad_b, wp = s.in_w + s.pad_l + s.pad_r;
+    const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * wp;  // the GEMM's columns
+    // The last rows' shifted views read up to (kw − 1)·dw bytes past the copy: slack.
+    const size_t padded_bytes = static_cast<size_t>(s.in_channels * hp * wp + s.kernel_w * s.dilation_w);
+    auto* padded = reinterpret_cast<uint8_t*>(thread_scratch_f32((padded_bytes + 3) / 4, 2));
+    pad_planes(s, input, x_zero_point, padded);
+    auto* wide_y = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(s.out_per_group() * wide + 3) / 4, 3));
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const QRequant rg = group_requant(rq, s, g);
+      qs8_gemm_rows(w.group(g), wide, padded + g * s.in_per_group() * hp * wp, w.implicit_offsets(), x_zero_point, rg,
+                    wide_y, wide, pool);
+      uint8_t* yg = output + g * s.out_per_group() * n;
+      for (int64_t o = 0; o < s.out_per_group(); ++o)
+        for (int64_t oy = 0; oy < oh; ++oy) copy_byte_run(yg + (o * oh + oy) * ow, wide_y + o * wide + oy * wp, ow);
+    }
+    return;
+  }
   for (int64_t g = 0; g < s.groups; ++g) {
     const uint8_t* xg = input + g * s.in_per_group() * in_plane;
     uint8_t* yg = output + g * s.out_per_group() * n;

@@ -11,6 +11,12 @@
 //
 // Algorithms (fixed by the shape when the weights are packed):
 //   1×1, stride 1, no padding: GEMM on the input as is, per group (X = input [Cin/G × H·W]);
+//   stride 1 (implicit GEMM): the input is copied once with its padding (x_zp) around each
+//   plane, [C][H + pt + pb][W + pl + pr]; X's row (c, ki, kj) is then that copy shifted by
+//   (ki·dh, kj·dw), read in place through row offsets (qs8_gemm_rows) over oh × Wp columns, so
+//   nothing is expanded kh·kw times. The Wp − ow columns past each output row's end are computed
+//   and dropped when the result is copied out (2 of 58 columns on 56×56 maps, 2 of 16 on 14×14;
+//   the path is taken while they are at most a quarter of Wp);
 //   anything else: uint8 im2col (rows (c, ki, kj), padding = x_zp) in blocks of output columns
 //   that stay in L2 (per-thread scratch, slot 2), each followed by the GEMM of that block.
 //   Threads take whole blocks when there are enough of them, else each block's GEMM is split.
@@ -54,12 +60,17 @@ class PackedQConvWeights {
   const PackedQs8Weights& group(int64_t g) const { return groups_[static_cast<size_t>(g)]; }
   // 1×1, stride 1, no padding: the input is the GEMM's X as it is.
   bool direct_gemm() const { return direct_; }
+  // Stride 1 otherwise, when the implicit GEMM's extra columns are few: X's rows are views of
+  // the padded input at these K byte offsets (group 0's; a group adds its planes' offset).
+  bool implicit_gemm() const { return !implicit_offsets_.empty(); }
+  const int64_t* implicit_offsets() const { return implicit_offsets_.data(); }
   // e.g. "qs8_conv_im2col+qs8_gemm_6x16c2__avx2" (the first group's GEMM kernel).
   std::string kernel_name() const;
 
  private:
   QConvShape shape_;
   bool direct_ = false;
+  std::vector<int64_t> implicit_offsets_;
   std::vector<PackedQs8Weights> groups_;
 };
 

@@ -54,7 +54,7 @@ void qgemm_scalar(size_t mr, size_t nr, size_t groups, const void* wv, const voi
 }
 
 template <int NR, int KU, typename T>
-void pack_x_scalar(const uint8_t* x, int64_t ldx, int64_t k, int64_t j0, int64_t nc, void* dst) {
+void pack_x_scalar(const QXRows& x, int64_t k, int64_t j0, int64_t nc, void* dst) {
   T* out = static_cast<T*>(dst);
   const int64_t groups = (k + KU - 1) / KU;
   for (int64_t c0 = 0; c0 < nc; c0 += NR) {
@@ -62,7 +62,7 @@ void pack_x_scalar(const uint8_t* x, int64_t ldx, int64_t k, int64_t j0, int64_t
     for (int64_t g = 0; g < groups; ++g) {
       for (int u = 0; u < KU; ++u) {
         const int64_t kk = g * KU + u;
-        const uint8_t* src = kk < k ? x + kk * ldx + j0 + c0 : nullptr;
+        const uint8_t* src = kk < k ? x.row(kk) + j0 + c0 : nullptr;
         for (int64_t c = 0; c < NR; ++c) out[c * KU + u] = static_cast<T>(src && c < cols ? src[c] : 0);
       }
       out += NR * KU;
@@ -84,15 +84,16 @@ XNN_QGEMM_UKERNEL(qs8_gemm_4x16c4__scalar) {
 XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__scalar) {
   qgemm_scalar<kVnniMr, kAvx2Nr, 4, int8_t, uint8_t>(mr, nr, groups, w, x, p, y, ldy);
 }
-XNN_QPACK_X(qs8_pack_x_8c2__scalar) { pack_x_scalar<kScalarNr, 2, int16_t>(x, ldx, k, j0, nc, dst); }
-XNN_QPACK_X(qs8_pack_x_16c2__scalar) { pack_x_scalar<kAvx2Nr, 2, int16_t>(x, ldx, k, j0, nc, dst); }
-XNN_QPACK_X(qs8_pack_x_16c4__scalar) { pack_x_scalar<kAvx2Nr, 4, uint8_t>(x, ldx, k, j0, nc, dst); }
+XNN_QPACK_X(qs8_pack_x_8c2__scalar) { pack_x_scalar<kScalarNr, 2, int16_t>(x, k, j0, nc, dst); }
+XNN_QPACK_X(qs8_pack_x_16c2__scalar) { pack_x_scalar<kAvx2Nr, 2, int16_t>(x, k, j0, nc, dst); }
+XNN_QPACK_X(qs8_pack_x_16c4__scalar) { pack_x_scalar<kAvx2Nr, 4, uint8_t>(x, k, j0, nc, dst); }
 
 }  // namespace internal
 
 namespace {
 using internal::QGemmKernelSet;
 using internal::QTileParams;
+using internal::QXRows;
 
 enum class Layout { kScalarC2, kAvx2C2, kAvx2C4, kVnniC4 };
 
@@ -171,8 +172,7 @@ struct QGemmProblem {
   const QGemmKernelSet* ks;
   const PackedQs8Weights* w;
   int64_t m, n, k;
-  const uint8_t* x;
-  int64_t ldx;
+  QXRows x;
   uint8_t x_zero_point;
   const QRequant* rq;
   uint8_t* y;
@@ -207,7 +207,7 @@ void run_task(const QGemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t
   int32_t init[8];
   for (int64_t jc = j0; jc < j1; jc += nc_step) {
     const int64_t nc = std::min(nc_step, j1 - jc);
-    ks.pack_x(g.x, g.ldx, g.k, jc, nc, xpack);
+    ks.pack_x(g.x, g.k, jc, nc, xpack);
     for (int64_t ir = r0; ir < r1; ir += ks.mr) {
       const size_t mr = static_cast<size_t>(std::min<int64_t>(ks.mr, g.m - ir));
       // bias − x_zp·Σ_k w: the zero point's whole contribution, once per row (wrapping like the
@@ -331,15 +331,13 @@ PackedQs8Weights::PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_
 
 const char* PackedQs8Weights::kernel_name() const { return ks_ ? ks_->name : ""; }
 
-void qs8_gemm(const PackedQs8Weights& w, int64_t n, const uint8_t* x, int64_t ldx, uint8_t x_zero_point,
-              const QRequant& rq, uint8_t* y, int64_t ldy, ThreadPool* pool) {
+namespace {
+
+void run_qgemm(const PackedQs8Weights& w, int64_t n, const QXRows& x, uint8_t x_zero_point, const QRequant& rq,
+               uint8_t* y, int64_t ldy, ThreadPool* pool) {
   const int64_t m = w.rows(), k = w.depth();
-  if (m == 0 || n <= 0) return;
-  check_requant(rq, m, "qs8_gemm");
-  XNN_CHECK(k <= 1 || ldx >= n, "qs8_gemm: X row stride " + std::to_string(ldx) + " < N " + std::to_string(n));
-  XNN_CHECK(m == 1 || ldy >= n, "qs8_gemm: Y row stride " + std::to_string(ldy) + " < N " + std::to_string(n));
   const QGemmKernelSet& ks = w.kernels();
-  const QGemmProblem g{&ks, &w, m, n, k, x, ldx, x_zero_point, &rq, y, ldy};
+  const QGemmProblem g{&ks, &w, m, n, k, x, x_zero_point, &rq, y, ldy};
   int64_t tm = 1, tn = 1;
   plan_tasks(ks, m, n, k, pool ? pool->threads() : 1, &tm, &tn);
   const int64_t mp = ceil_div(m, ks.mr), np = ceil_div(n, ks.nr);
@@ -349,6 +347,27 @@ void qs8_gemm(const PackedQs8Weights& w, int64_t n, const uint8_t* x, int64_t ld
     const int64_t j0 = split_begin(tj, tn, np, ks.nr), j1 = std::min(n, split_begin(tj + 1, tn, np, ks.nr));
     if (r0 < r1 && j0 < j1) run_task(g, r0, r1, j0, j1);
   });
+}
+
+}  // namespace
+
+void qs8_gemm(const PackedQs8Weights& w, int64_t n, const uint8_t* x, int64_t ldx, uint8_t x_zero_point,
+              const QRequant& rq, uint8_t* y, int64_t ldy, ThreadPool* pool) {
+  const int64_t m = w.rows(), k = w.depth();
+  if (m == 0 || n <= 0) return;
+  check_requant(rq, m, "qs8_gemm");
+  XNN_CHECK(k <= 1 || ldx >= n, "qs8_gemm: X row stride " + std::to_string(ldx) + " < N " + std::to_string(n));
+  XNN_CHECK(m == 1 || ldy >= n, "qs8_gemm: Y row stride " + std::to_string(ldy) + " < N " + std::to_string(n));
+  run_qgemm(w, n, QXRows{x, ldx, nullptr}, x_zero_point, rq, y, ldy, pool);
+}
+
+void qs8_gemm_rows(const PackedQs8Weights& w, int64_t n, const uint8_t* x, const int64_t* row_offsets,
+                   uint8_t x_zero_point, const QRequant& rq, uint8_t* y, int64_t ldy, ThreadPool* pool) {
+  const int64_t m = w.rows();
+  if (m == 0 || n <= 0) return;
+  check_requant(rq, m, "qs8_gemm_rows");
+  XNN_CHECK(m == 1 || ldy >= n, "qs8_gemm_rows: Y row stride " + std::to_string(ldy) + " < N " + std::to_string(n));
+  run_qgemm(w, n, QXRows{x, 0, row_offsets}, x_zero_point, rq, y, ldy, pool);
 }
 
 void qs8_gemm_reference(int64_t m, int64_t n, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias,

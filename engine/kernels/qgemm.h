@@ -88,6 +88,10 @@ class PackedQs8Weights {
 // rq.multiplier has M entries. Steady state allocates nothing (per-thread scratch, slot 0).
 void qs8_gemm(const PackedQs8Weights& w, int64_t n, const uint8_t* x, int64_t ldx, uint8_t x_zero_point,
               const QRequant& rq, uint8_t* y, int64_t ldy, ThreadPool* pool);
+// The same with X's rows anywhere: row r of X is the n bytes at x + row_offsets[r] (K offsets).
+// The implicit-GEMM convolution (qconv.h) passes shifted views of one padded input this way.
+void qs8_gemm_rows(const PackedQs8Weights& w, int64_t n, const uint8_t* x, const int64_t* row_offsets,
+                   uint8_t x_zero_point, const QRequant& rq, uint8_t* y, int64_t ldy, ThreadPool* pool);
 
 // The definition: plain loops, int64 accumulation (checked to fit int32), requantize().
 void qs8_gemm_reference(int64_t m, int64_t n, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias,

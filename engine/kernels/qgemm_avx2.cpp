@@ -90,13 +90,13 @@ inline void qgemm_c4(size_t mr, size_t nr, size_t groups, const int8_t* w, const
 
 // A panel with cols < 16 valid columns (the block's last), element by element with zero fill.
 template <int KU, typename T>
-void pack_partial_panel(const uint8_t* x, int64_t ldx, int64_t k, int64_t col0, int64_t cols, T* out) {
+void pack_partial_panel(const QXRows& x, int64_t k, int64_t col0, int64_t cols, T* out) {
   const int64_t groups = (k + KU - 1) / KU;
   for (int64_t g = 0; g < groups; ++g, out += kAvx2Nr * KU) {
     for (int u = 0; u < KU; ++u) {
       const int64_t kk = g * KU + u;
       for (int64_t c = 0; c < kAvx2Nr; ++c)
-        out[c * KU + u] = static_cast<T>(kk < k && c < cols ? x[kk * ldx + col0 + c] : 0);
+        out[c * KU + u] = static_cast<T>(kk < k && c < cols ? x.row(kk)[col0 + c] : 0);
     }
   }
 }
@@ -129,13 +129,15 @@ XNN_QPACK_X(qs8_pack_x_16c2__avx2) {
   const __m128i zero = _mm_setzero_si128();
   for (int64_t g0 = 0; g0 < groups; g0 += 4) {
     const int64_t gn = std::min<int64_t>(4, groups - g0);
-    const uint8_t* src = x + 2 * g0 * ldx + j0;
+    const uint8_t* rows[8] = {};  // the (up to) 8 rows of these groups, at column j0
+    for (int64_t i = 0; i < 2 * gn && 2 * g0 + i < k; ++i) rows[i] = x.row(2 * g0 + i) + j0;
     int16_t* o = out + g0 * 2 * kAvx2Nr;
-    for (int64_t q = 0; q < full_panels; ++q, src += kAvx2Nr, o += panel) {
+    for (int64_t q = 0; q < full_panels; ++q, o += panel) {
+      const int64_t col = q * kAvx2Nr;
       for (int64_t gg = 0; gg < gn; ++gg) {
         const int64_t row = 2 * (g0 + gg);
-        const __m128i r0 = load_row16(src + 2 * gg * ldx);
-        const __m128i r1 = row + 1 < k ? load_row16(src + (2 * gg + 1) * ldx) : zero;
+        const __m128i r0 = load_row16(rows[2 * gg] + col);
+        const __m128i r1 = row + 1 < k ? load_row16(rows[2 * gg + 1] + col) : zero;
         // Byte pairs (r0[c], r1[c]) widened to int16: one 32-bit lane per column.
         _mm256_store_si256(reinterpret_cast<__m256i*>(o + gg * 32), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r0, r1)));
         _mm256_store_si256(reinterpret_cast<__m256i*>(o + gg * 32 + 16),
@@ -144,7 +146,7 @@ XNN_QPACK_X(qs8_pack_x_16c2__avx2) {
     }
   }
   if (full_panels * kAvx2Nr < nc) {
-    pack_partial_panel<2>(x, ldx, k, j0 + full_panels * kAvx2Nr, nc - full_panels * kAvx2Nr,
+    pack_partial_panel<2>(x, k, j0 + full_panels * kAvx2Nr, nc - full_panels * kAvx2Nr,
                           out + full_panels * panel);
   }
 }
@@ -157,16 +159,18 @@ XNN_QPACK_X(qs8_pack_x_16c4__avx2) {
   const __m128i zero = _mm_setzero_si128();
   for (int64_t g0 = 0; g0 < groups; g0 += 2) {
     const int64_t gn = std::min<int64_t>(2, groups - g0);
-    const uint8_t* src = x + 4 * g0 * ldx + j0;
+    const uint8_t* rows[8] = {};  // the (up to) 8 rows of these groups, at column j0
+    for (int64_t i = 0; i < 4 * gn && 4 * g0 + i < k; ++i) rows[i] = x.row(4 * g0 + i) + j0;
     uint8_t* o = out + g0 * 4 * kAvx2Nr;
-    for (int64_t q = 0; q < full_panels; ++q, src += kAvx2Nr, o += panel) {
+    for (int64_t q = 0; q < full_panels; ++q, o += panel) {
+      const int64_t col = q * kAvx2Nr;
       for (int64_t gg = 0; gg < gn; ++gg) {
         const int64_t row = 4 * (g0 + gg);
-        const uint8_t* s = src + 4 * gg * ldx;
-        const __m128i r0 = load_row16(s);
-        const __m128i r1 = row + 1 < k ? load_row16(s + ldx) : zero;
-        const __m128i r2 = row + 2 < k ? load_row16(s + 2 * ldx) : zero;
-        const __m128i r3 = row + 3 < k ? load_row16(s + 3 * ldx) : zero;
+        const uint8_t* const* r = rows + 4 * gg;
+        const __m128i r0 = load_row16(r[0] + col);
+        const __m128i r1 = row + 1 < k ? load_row16(r[1] + col) : zero;
+        const __m128i r2 = row + 2 < k ? load_row16(r[2] + col) : zero;
+        const __m128i r3 = row + 3 < k ? load_row16(r[3] + col) : zero;
         // (r0, r1) and (r2, r3) byte pairs, then pairs of pairs: 4 rows of one column per lane.
         const __m128i a_lo = _mm_unpacklo_epi8(r0, r1), a_hi = _mm_unpackhi_epi8(r0, r1);
         const __m128i b_lo = _mm_unpacklo_epi8(r2, r3), b_hi = _mm_unpackhi_epi8(r2, r3);
@@ -179,7 +183,7 @@ XNN_QPACK_X(qs8_pack_x_16c4__avx2) {
     }
   }
   if (full_panels * kAvx2Nr < nc) {
-    pack_partial_panel<4>(x, ldx, k, j0 + full_panels * kAvx2Nr, nc - full_panels * kAvx2Nr,
+    pack_partial_panel<4>(x, k, j0 + full_panels * kAvx2Nr, nc - full_panels * kAvx2Nr,
                           out + full_panels * panel);
   }
 }

@@ -31,10 +31,19 @@ using QGemmUkernelFn = void (*)(size_t mr, size_t nr, size_t groups, const void*
   void name(size_t mr, size_t nr, size_t groups, const void* w, const void* x, const QTileParams& p, \
             uint8_t* y, int64_t ldy)
 
-// Packs X[0:k, j0:j0+nc] (row stride ldx) into ceil(nc / NR) panels at dst.
-using QPackXFn = void (*)(const uint8_t* x, int64_t ldx, int64_t k, int64_t j0, int64_t nc, void* dst);
+// Where X's rows are: row r at base + r·ldx, or at base + offsets[r] when offsets is set (the
+// implicit-GEMM convolution: each row a shifted view of the padded input, qconv.cpp).
+struct QXRows {
+  const uint8_t* base = nullptr;
+  int64_t ldx = 0;
+  const int64_t* offsets = nullptr;
+  const uint8_t* row(int64_t r) const { return base + (offsets ? offsets[r] : r * ldx); }
+};
 
-#define XNN_QPACK_X(name) void name(const uint8_t* x, int64_t ldx, int64_t k, int64_t j0, int64_t nc, void* dst)
+// Packs X[0:k, j0:j0+nc] into ceil(nc / NR) panels at dst.
+using QPackXFn = void (*)(const QXRows& x, int64_t k, int64_t j0, int64_t nc, void* dst);
+
+#define XNN_QPACK_X(name) void name(const QXRows& x, int64_t k, int64_t j0, int64_t nc, void* dst)
 
 // One packed layout and the kernels that read it.
 struct QGemmKernelSet {

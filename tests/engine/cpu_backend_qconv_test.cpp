@@ -227,10 +227,22 @@ TEST(CpuBackendQConv, AlgorithmRuleNamesTheMicroKernels) {
     c.group = c.cin = c.cout = 16, c.h = c.w = 15, c.k = k, c.stride = s, c.pad = k / 2;
     EXPECT_EQ(kernel_of(c), kernels::qs8_dwconv_kernel_name(k, s, kernels::best_isa()));
   }
-  // Depthwise with dilation 2 -> grouped im2col GEMM.
+  // Depthwise with dilation 2, stride 1 -> grouped implicit GEMM (4 of the padded 16 columns of
+  // each output row are extra: at most a quarter).
   QConvCase dil;
   dil.group = dil.cin = dil.cout = 8, dil.h = dil.w = 12, dil.k = 3, dil.dilation = 2, dil.pad = 2;
-  EXPECT_EQ(kernel_of(dil).rfind("qs8_conv_im2col+qs8_gemm_", 0), 0u);
+  EXPECT_EQ(kernel_of(dil).rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u);
+  // 3x3 stride 1 on a 7x7 map: 2 extra of 9 columns -> implicit; 5x5 on 5x5 without padding: 4
+  // extra of 5 -> im2col; stride 2 -> im2col.
+  QConvCase small;
+  small.cin = 16, small.cout = 8, small.h = small.w = 7, small.k = 3, small.pad = 1;
+  EXPECT_EQ(kernel_of(small).rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u);
+  QConvCase wide_kernel;
+  wide_kernel.cin = 4, wide_kernel.cout = 8, wide_kernel.h = wide_kernel.w = 5, wide_kernel.k = 5;
+  EXPECT_EQ(kernel_of(wide_kernel).rfind("qs8_conv_im2col+qs8_gemm_", 0), 0u);
+  QConvCase strided;
+  strided.cin = 16, strided.cout = 8, strided.h = strided.w = 14, strided.k = 3, strided.stride = 2, strided.pad = 1;
+  EXPECT_EQ(kernel_of(strided).rfind("qs8_conv_im2col+qs8_gemm_", 0), 0u);
   // 1x1 stride 1 -> GEMM on the input as is; 7-bit weights take the vpmaddubsw path on AVX2;
   // with AVX-VNNI every weight matrix takes vpdpbusd.
   QConvCase pw;
