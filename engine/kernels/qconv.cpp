@@ -25,6 +25,21 @@ Range inside_range(int64_t base, int64_t step, int64_t limit, int64_t count) {
   return {begin, end};
 }
 
+// The implicit GEMM's copy of the input: the padded input [Hp × Wp] per channel split into
+// sh × sw phase planes of hs × ws bytes (phase (a, b) holds rows a, a + sh, ... and columns
+// b, b + sw, ...). Tap (ki, kj) of output (oy, ox) reads padded (sh·oy + ki·dh, sw·ox + kj·dw),
+// which is phase (ki·dh mod sh, kj·dw mod sw) at (oy + ki·dh / sh, ox + kj·dw / sw): a shifted
+// view, the same for every output. For stride 1 there is one phase, the padded plane itself.
+struct PhaseGeometry {
+  int64_t hs, ws, phases;
+  int64_t plane_bytes() const { return hs * ws; }
+  int64_t channel_bytes() const { return phases * hs * ws; }
+};
+PhaseGeometry phase_geometry(const QConvShape& s) {
+  const int64_t hp = s.in_h + s.pad_t + s.pad_b, wp = s.in_w + s.pad_l + s.pad_r;
+  return {(hp + s.stride_h - 1) / s.stride_h, (wp + s.stride_w - 1) / s.stride_w, s.stride_h * s.stride_w};
+}
+
 // Rows r = (c, ki, kj) of group g's column matrix for output positions [c0, c0 + cols): the input
 // pixel each tap reads, x_zp in the padding. Row r lands at col + r·cols.
 void im2col_block(const QConvShape& s, const uint8_t* xg, uint8_t x_zp, int64_t c0, int64_t cols, uint8_t* col) {
@@ -103,13 +118,17 @@ PackedQConvWeights::PackedQConvWeights(const QConvShape& s, const int8_t* weight
   direct_ = s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
             s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0;
   const int64_t m = s.out_per_group(), k = s.depth();
-  const int64_t hp = s.in_h + s.pad_t + s.pad_b, wp = s.in_w + s.pad_l + s.pad_r;
-  if (!direct_ && s.stride_h == 1 && s.stride_w == 1 && 4 * (wp - s.out_w()) <= wp) {
+  const PhaseGeometry pg = phase_geometry(s);
+  if (!direct_ && 4 * (pg.ws - s.out_w()) <= pg.ws) {
     implicit_offsets_.reserve(static_cast<size_t>(k));
     for (int64_t c = 0; c < s.in_per_group(); ++c)
       for (int64_t ki = 0; ki < s.kernel_h; ++ki)
-        for (int64_t kj = 0; kj < s.kernel_w; ++kj)
-          implicit_offsets_.push_back(c * hp * wp + ki * s.dilation_h * wp + kj * s.dilation_w);
+        for (int64_t kj = 0; kj < s.kernel_w; ++kj) {
+          const int64_t dy = ki * s.dilation_h, dx = kj * s.dilation_w;
+          const int64_t phase = (dy % s.stride_h) * s.stride_w + dx % s.stride_w;
+          implicit_offsets_.push_back(c * pg.channel_bytes() + phase * pg.plane_bytes() + dy / s.stride_h * pg.ws +
+                                      dx / s.stride_w);
+        }
   }
   groups_.reserve(static_cast<size_t>(s.groups));
   for (int64_t g = 0; g < s.groups; ++g) {
@@ -124,19 +143,47 @@ std::string PackedQConvWeights::kernel_name() const {
 
 namespace {
 
-// [C][H][W] into [C][H + pt + pb][W + pl + pr] with x_zp around each plane.
-void pad_planes(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out) {
-  const int64_t wp = s.in_w + s.pad_l + s.pad_r;
+// [C][H][W] into the phase planes of phase_geometry(s): P[c][a·sw + b][y][x] = the padded input
+// (x_zp outside the image) at row sh·y + a, column sw·x + b.
+// Only the phases some tap reads are written (a 1×1 stride-2 layer reads one of four); the
+// others are left as they are: only the dropped extra columns can read them.
+void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out) {
+  const PhaseGeometry pg = phase_geometry(s);
+  const int64_t sh = s.stride_h, sw = s.stride_w;
+  const auto used = [&s](int64_t step, int64_t stride, int64_t taps, int64_t phase) {
+    for (int64_t t = 0; t < taps; ++t)
+      if (t * step % stride == phase) return true;
+    return false;
+  };
   for (int64_t c = 0; c < s.in_channels; ++c) {
     const uint8_t* plane = in + c * s.in_h * s.in_w;
-    fill_byte_run(out, x_zp, s.pad_t * wp + s.pad_l);
-    out += s.pad_t * wp + s.pad_l;
-    for (int64_t y = 0; y < s.in_h; ++y) {
-      copy_byte_run(out, plane + y * s.in_w, s.in_w);
-      // This row's right padding and the next row's left padding (or the bottom rows').
-      const int64_t gap = y + 1 < s.in_h ? s.pad_r + s.pad_l : s.pad_r + s.pad_b * wp;
-      fill_byte_run(out + s.in_w, x_zp, gap);
-      out += s.in_w + gap;
+    for (int64_t a = 0; a < sh; ++a) {
+      for (int64_t b = 0; b < sw; ++b) {
+        if (!used(s.dilation_h, sh, s.kernel_h, a) || !used(s.dilation_w, sw, s.kernel_w, b)) {
+          out += pg.plane_bytes();
+          continue;
+        }
+        // Phase columns x whose input column sw·x + b − pl is inside [0, in_w): [x0, x1).
+        const int64_t x0 = std::clamp<int64_t>((s.pad_l - b + sw - 1) / sw, 0, pg.ws);
+        const int64_t x1 = std::clamp<int64_t>((s.in_w + s.pad_l - b + sw - 1) / sw, x0, pg.ws);
+        for (int64_t y = 0; y < pg.hs; ++y, out += pg.ws) {
+          const int64_t iy = sh * y + a - s.pad_t;
+          if (iy < 0 || iy >= s.in_h || x0 == x1) {
+            fill_byte_run(out, x_zp, pg.ws);
+            continue;
+          }
+          fill_byte_run(out, x_zp, x0);
+          const uint8_t* src = plane + iy * s.in_w + sw * x0 + b - s.pad_l;
+          if (sw == 1) {
+            copy_byte_run(out + x0, src, x1 - x0);
+          } else if (sw == 2) {
+            copy_byte_run_stride2(out + x0, src, x1 - x0);
+          } else {
+            for (int64_t x = x0; x < x1; ++x) out[x] = src[(x - x0) * sw];
+          }
+          fill_byte_run(out + x1, x_zp, pg.ws - x1);
+        }
+      }
     }
   }
 }
@@ -150,20 +197,20 @@ void qs8_conv2d(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zer
   const int64_t n = s.out_h() * s.out_w(), k = s.depth();
   const int64_t in_plane = s.in_h * s.in_w;
   if (w.implicit_gemm()) {
-    const int64_t hp = s.in_h + s.pad_t + s.pad_b, wp = s.in_w + s.pad_l + s.pad_r;
-    const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * wp;  // the GEMM's columns
-    // The last rows' shifted views read up to (kw − 1)·dw bytes past the copy: slack.
-    const size_t padded_bytes = static_cast<size_t>(s.in_channels * hp * wp + s.kernel_w * s.dilation_w);
-    auto* padded = reinterpret_cast<uint8_t*>(thread_scratch_f32((padded_bytes + 3) / 4, 2));
-    pad_planes(s, input, x_zero_point, padded);
+    const PhaseGeometry pg = phase_geometry(s);
+    const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * pg.ws;  // the GEMM's columns
+    // The last rows' shifted views read up to a phase row past the copy: slack.
+    const size_t bytes = static_cast<size_t>(s.in_channels * pg.channel_bytes() + pg.ws + 64);
+    auto* phases = reinterpret_cast<uint8_t*>(thread_scratch_f32((bytes + 3) / 4, 2));
+    split_phases(s, input, x_zero_point, phases);
     auto* wide_y = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(s.out_per_group() * wide + 3) / 4, 3));
     for (int64_t g = 0; g < s.groups; ++g) {
       const QRequant rg = group_requant(rq, s, g);
-      qs8_gemm_rows(w.group(g), wide, padded + g * s.in_per_group() * hp * wp, w.implicit_offsets(), x_zero_point, rg,
-                    wide_y, wide, pool);
+      qs8_gemm_rows(w.group(g), wide, phases + g * s.in_per_group() * pg.channel_bytes(), w.implicit_offsets(),
+                    x_zero_point, rg, wide_y, wide, pool);
       uint8_t* yg = output + g * s.out_per_group() * n;
       for (int64_t o = 0; o < s.out_per_group(); ++o)
-        for (int64_t oy = 0; oy < oh; ++oy) copy_byte_run(yg + (o * oh + oy) * ow, wide_y + o * wide + oy * wp, ow);
+        for (int64_t oy = 0; oy < oh; ++oy) copy_byte_run(yg + (o * oh + oy) * ow, wide_y + o * wide + oy * pg.ws, ow);
     }
     return;
   }

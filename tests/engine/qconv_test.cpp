@@ -129,13 +129,21 @@ TEST_P(QConvIsa, PointwiseUsesTheInputAsGemmOperand) {
     check_conv(s, isa(), nullptr, rng);
     if (HasFatalFailure()) return;
   }
-  // Strided or padded 1×1 goes through im2col.
+  // Strided 1×1 goes through the implicit GEMM (stride-2 phase planes: 5 columns, none extra);
+  // a 5×5 kernel on a 5×5 map without padding through im2col (4 of 5 phase columns extra).
   const QConvShape strided = shape(8, 9, 9, 8, 1, 2);
   const ConvData d = make_data(strided, rng);
   const PackedQConvWeights packed(strided, d.w.data(), d.bias.data(), isa());
   EXPECT_FALSE(packed.direct_gemm());
-  EXPECT_EQ(packed.kernel_name().rfind("qs8_conv_im2col+qs8_gemm_", 0), 0u) << packed.kernel_name();
+  EXPECT_TRUE(packed.implicit_gemm());
+  EXPECT_EQ(packed.kernel_name().rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u) << packed.kernel_name();
   check_conv(strided, isa(), nullptr, rng);
+  const QConvShape wide = shape(4, 5, 5, 8, 5);
+  const ConvData dw = make_data(wide, rng);
+  const PackedQConvWeights packed_wide(wide, dw.w.data(), dw.bias.data(), isa());
+  EXPECT_FALSE(packed_wide.implicit_gemm());
+  EXPECT_EQ(packed_wide.kernel_name().rfind("qs8_conv_im2col+qs8_gemm_", 0), 0u) << packed_wide.kernel_name();
+  check_conv(wide, isa(), nullptr, rng);
 }
 
 // Random kernels (square and not), strides, dilations, asymmetric padding and groups.
