@@ -145,8 +145,8 @@ namespace {
 
 // [C][H][W] into the phase planes of phase_geometry(s): P[c][a·sw + b][y][x] = the padded input
 // (x_zp outside the image) at row sh·y + a, column sw·x + b.
-// Only the phases some tap reads are written (a 1×1 stride-2 layer reads one of four); the
-// others are left as they are: only the dropped extra columns can read them.
+// Only the phases some tap reads are copied (a 1×1 stride-2 layer reads one of four); the others
+// are filled with x_zp (a memset), since the dropped extra columns may read into them.
 void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out) {
   const PhaseGeometry pg = phase_geometry(s);
   const int64_t sh = s.stride_h, sw = s.stride_w;
@@ -160,6 +160,7 @@ void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t*
     for (int64_t a = 0; a < sh; ++a) {
       for (int64_t b = 0; b < sw; ++b) {
         if (!used(s.dilation_h, sh, s.kernel_h, a) || !used(s.dilation_w, sw, s.kernel_w, b)) {
+          fill_byte_run(out, x_zp, pg.plane_bytes());
           out += pg.plane_bytes();
           continue;
         }
@@ -199,10 +200,12 @@ void qs8_conv2d(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zer
   if (w.implicit_gemm()) {
     const PhaseGeometry pg = phase_geometry(s);
     const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * pg.ws;  // the GEMM's columns
-    // The last rows' shifted views read up to a phase row past the copy: slack.
-    const size_t bytes = static_cast<size_t>(s.in_channels * pg.channel_bytes() + pg.ws + 64);
-    auto* phases = reinterpret_cast<uint8_t*>(thread_scratch_f32((bytes + 3) / 4, 2));
+    // The last rows' shifted views read up to a phase row past the copy: slack, set like the
+    // padding so that even the dropped columns read defined bytes.
+    const int64_t copy_bytes = s.in_channels * pg.channel_bytes(), slack = pg.ws + 64;
+    auto* phases = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(copy_bytes + slack + 3) / 4, 2));
     split_phases(s, input, x_zero_point, phases);
+    fill_byte_run(phases + copy_bytes, x_zero_point, slack);
     auto* wide_y = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(s.out_per_group() * wide + 3) / 4, 3));
     for (int64_t g = 0; g < s.groups; ++g) {
       const QRequant rg = group_requant(rq, s, g);

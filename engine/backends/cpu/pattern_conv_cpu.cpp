@@ -9,6 +9,7 @@
 //     work_fraction() = stored taps / (C_out·C_in·9) <= 0.14 for outputs up to 14×14, else 0.10.
 // Bias, FusedConv's residual input and every fused activation are applied by the kernel, so a
 // fused node still writes its output once.
+#include "engine/backends/cpu/const_weight_conv.h"
 #include "engine/backends/cpu/cpu_kernel.h"
 #include "engine/kernels/pattern_conv.h"
 #include "engine/ops/fused_activation.h"
@@ -65,46 +66,22 @@ class PatternConvKernel final : public CpuKernel {
 };
 
 std::unique_ptr<CpuKernel> make_pattern_conv_kernel(const CpuKernelPrepareContext& ctx) {
-  const Node& node = ctx.node;
-  if (ctx.inputs.size() < 2 || ctx.outputs.empty()) return nullptr;
-  const TensorInfo& x = ctx.inputs[0];
-  const TensorInfo& w = ctx.inputs[1];
-  if (x.dtype != DType::kF32 || w.dtype != DType::kF32 || !w.value || x.shape.size() != 4 || w.shape.size() != 4) {
-    return nullptr;
-  }
-  const Shape& out = ctx.outputs[0].shape;
-  if (out.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3 || node.attr_int("group", 1) != 1 ||
-      w.shape[1] != x.shape[1]) {
-    return nullptr;
-  }
-  const WindowGeometry geo = window_geometry(node, {x.shape[2], x.shape[3]}, {3, 3}, false);
+  std::optional<ConstWeightConv> c = match_const_weight_conv(ctx, 3, 3);
+  if (!c) return nullptr;
   for (size_t i = 0; i < 2; ++i) {
-    if (geo.strides[i] != 1 || geo.dilations[i] != 1) return nullptr;
+    if (c->geo.strides[i] != 1 || c->geo.dilations[i] != 1) return nullptr;
   }
-  const int64_t cout = w.shape[0], cin = w.shape[1];
-  if (out[0] != x.shape[0] || out[1] != cout || out[2] != geo.out[0] || out[3] != geo.out[1] || out[2] <= 0 ||
-      out[3] <= 0) {
-    return nullptr;
-  }
+  const Shape& out = c->out;
   std::optional<kernels::PatternConvWeights> pw =
-      kernels::PatternConvWeights::from_dense(cout, cin, w.value->data<float>(), kernels::kMaxPatternTaps,
+      kernels::PatternConvWeights::from_dense(c->cout, c->cin, c->weights, kernels::kMaxPatternTaps,
                                               kernels::pattern_channel_block(out[2], out[3]));
   const double max_work = out[2] * out[3] <= kSmallPlane ? kMaxWorkFractionSmallPlane : kMaxWorkFraction;
   if (!pw || pw->work_fraction() > max_work) return nullptr;
-  std::vector<float> bias;
-  if (ctx.inputs.size() > 2 && ctx.inputs[2].dtype != DType::kUnknown) {
-    const TensorInfo& c = ctx.inputs[2];
-    if (!c.value || c.dtype != DType::kF32 || shape_numel(c.shape) != cout) return nullptr;
-    const float* v = c.value->data<float>();
-    bias.assign(v, v + cout);
-  }
-  const bool has_residual = ctx.inputs.size() > 3 && ctx.inputs[3].dtype != DType::kUnknown;
-  if (has_residual && (ctx.inputs[3].dtype != DType::kF32 || ctx.inputs[3].shape != out)) return nullptr;
   kernels::PatternConvShape s;
-  s.h = x.shape[2], s.w = x.shape[3], s.oh = out[2], s.ow = out[3];
-  s.pad_top = geo.pads_begin[0], s.pad_left = geo.pads_begin[1];
-  return std::make_unique<PatternConvKernel>(x.shape[0], cin, s, std::move(*pw), std::move(bias), has_residual,
-                                             fused_activation(node), ctx.isa);
+  s.h = c->in[2], s.w = c->in[3], s.oh = out[2], s.ow = out[3];
+  s.pad_top = c->geo.pads_begin[0], s.pad_left = c->geo.pads_begin[1];
+  return std::make_unique<PatternConvKernel>(c->in[0], c->cin, s, std::move(*pw), std::move(c->bias), c->has_residual,
+                                             fused_activation(ctx.node), ctx.isa);
 }
 
 }  // namespace

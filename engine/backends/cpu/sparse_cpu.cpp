@@ -13,6 +13,7 @@
 // sparse kernels, so a fused node still writes its output once.
 #include <algorithm>
 
+#include "engine/backends/cpu/const_weight_conv.h"
 #include "engine/backends/cpu/cpu_kernel.h"
 #include "engine/kernels/scratch.h"
 #include "engine/kernels/spmm.h"
@@ -98,46 +99,16 @@ class SparseConv1x1Kernel final : public CpuKernel {
   Isa isa_;
 };
 
-std::vector<float> constant_bias(const CpuKernelPrepareContext& ctx, int64_t count, bool* ok) {
-  *ok = true;
-  if (ctx.inputs.size() <= 2 || ctx.inputs[2].dtype == DType::kUnknown) return {};
-  const TensorInfo& c = ctx.inputs[2];
-  if (!c.value || c.dtype != DType::kF32 || shape_numel(c.shape) != count) {
-    *ok = false;
-    return {};
-  }
-  const float* v = c.value->data<float>();
-  return std::vector<float>(v, v + count);
-}
-
 std::unique_ptr<CpuKernel> make_sparse_conv_kernel(const CpuKernelPrepareContext& ctx) {
-  const Node& node = ctx.node;
-  if (ctx.inputs.size() < 2 || ctx.outputs.empty()) return nullptr;
-  const TensorInfo& x = ctx.inputs[0];
-  const TensorInfo& w = ctx.inputs[1];
-  if (x.dtype != DType::kF32 || w.dtype != DType::kF32 || !w.value || x.shape.size() != 4 || w.shape.size() != 4) {
-    return nullptr;
-  }
-  const Shape& out = ctx.outputs[0].shape;
-  if (out.size() != 4 || w.shape[2] != 1 || w.shape[3] != 1 || node.attr_int("group", 1) != 1 ||
-      w.shape[1] != x.shape[1]) {
-    return nullptr;
-  }
-  const WindowGeometry geo = window_geometry(node, {x.shape[2], x.shape[3]}, {1, 1}, false);
+  std::optional<ConstWeightConv> c = match_const_weight_conv(ctx, 1, 1);
+  if (!c) return nullptr;
   for (size_t i = 0; i < 2; ++i) {
-    if (geo.strides[i] != 1 || geo.pads_begin[i] != 0 || geo.pads_end[i] != 0) return nullptr;
+    if (c->geo.strides[i] != 1 || c->geo.pads_begin[i] != 0 || c->geo.pads_end[i] != 0) return nullptr;
   }
-  const int64_t cout = w.shape[0], cin = w.shape[1], hw = x.shape[2] * x.shape[3];
-  if (out[0] != x.shape[0] || out[1] != cout || out[2] != x.shape[2] || out[3] != x.shape[3] || hw <= 0) return nullptr;
-  const float* wv = w.value->data<float>();
-  if (kernels::zero_fraction(wv, cout * cin) < kMinSparsityConv1x1) return nullptr;
-  bool bias_ok = true;
-  std::vector<float> bias = constant_bias(ctx, cout, &bias_ok);
-  if (!bias_ok) return nullptr;
-  const bool has_residual = ctx.inputs.size() > 3 && ctx.inputs[3].dtype != DType::kUnknown;
-  if (has_residual && (ctx.inputs[3].dtype != DType::kF32 || ctx.inputs[3].shape != out)) return nullptr;
-  return std::make_unique<SparseConv1x1Kernel>(x.shape[0], cin, hw, cout, wv, std::move(bias), has_residual,
-                                               fused_activation(node), ctx.isa);
+  if (kernels::zero_fraction(c->weights, c->cout * c->cin) < kMinSparsityConv1x1) return nullptr;
+  return std::make_unique<SparseConv1x1Kernel>(c->in[0], c->cin, c->in[2] * c->in[3], c->cout, c->weights,
+                                               std::move(c->bias), c->has_residual, fused_activation(ctx.node),
+                                               ctx.isa);
 }
 
 // Y[M×N] = act(op(A)[M×K] · Wᵀ + bias) with W [N×K] sparse. Batch 1: one sparse dot product
