@@ -11,12 +11,13 @@
 //
 // Algorithms (fixed by the shape when the weights are packed):
 //   1×1, stride 1, no padding: GEMM on the input as is, per group (X = input [Cin/G × H·W]);
-//   stride 1 (implicit GEMM): the input is copied once with its padding (x_zp) around each
-//   plane, [C][H + pt + pb][W + pl + pr]; X's row (c, ki, kj) is then that copy shifted by
-//   (ki·dh, kj·dw), read in place through row offsets (qs8_gemm_rows) over oh × Wp columns, so
-//   nothing is expanded kh·kw times. The Wp − ow columns past each output row's end are computed
-//   and dropped when the result is copied out (2 of 58 columns on 56×56 maps, 2 of 16 on 14×14;
-//   the path is taken while they are at most a quarter of Wp);
+//   implicit GEMM (any stride): the input is copied once with its padding (x_zp), split into
+//   sh × sw phase planes of Hs × Ws (phase (a, b) holds padded rows a, a + sh, ... and columns
+//   b, b + sw, ...); X's row (c, ki, kj) is then one phase shifted by (ki·dh / sh, kj·dw / sw),
+//   read in place through row offsets (qs8_gemm_rows) over oh × Ws columns, so nothing is
+//   expanded kh·kw times. The Ws − ow columns past each output row's end are computed and
+//   dropped when the result is copied out (2 of 58 on 56×56 maps at stride 1, 1 of 29 at
+//   stride 2); the path is taken while they are at most a quarter of Ws;
 //   anything else: uint8 im2col (rows (c, ki, kj), padding = x_zp) in blocks of output columns
 //   that stay in L2 (per-thread scratch, slot 2), each followed by the GEMM of that block.
 //   Threads take whole blocks when there are enough of them, else each block's GEMM is split.
