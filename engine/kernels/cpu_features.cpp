@@ -31,7 +31,8 @@ CpuFeatures detect() {
     f.avx512f = b & (1u << 16);
     f.avx512 = f.avx2 && zmm_enabled && f.avx512f;
     const bool avx512vl = b & (1u << 31), avx512vnni = c & (1u << 11);
-    f.avx512_vnni = f.avx2 && zmm_enabled && f.avx512f && avx512vl && avx512vnni;
+    f.avx512bw = f.avx512 && avx512vl && (b & (1u << 30));
+    f.avx512_vnni = f.avx512bw && avx512vnni;
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = ymm_enabled && (a & (1u << 4));
   if (!ymm_enabled) f.fma = false;
@@ -81,6 +82,8 @@ bool above_avx2_allowed() {
 bool vnni_enabled() { return above_avx2_allowed() && cpu_has_vnni(); }
 
 bool avx512_enabled() { return above_avx2_allowed() && cpu_features().avx512; }
+
+bool vnni512_enabled() { return avx512_enabled() && cpu_features().avx512_vnni; }
 
 std::string_view isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "scalar"; }
 

@@ -16,8 +16,10 @@ struct CpuFeatures {
   bool avx512f = false;      // the cpuid bit alone
   bool avx512 = false;       // AVX-512F usable: with AVX2 and the OS saving opmask/ZMM state
   bool avx_vnni = false;     // VEX vpdpbusd (AVX-VNNI: Alder Lake, Sapphire Rapids, Zen 5)
-  bool avx512_vnni = false;  // EVEX vpdpbusd on ymm: AVX512-VNNI + AVX512VL with the OS saving
-                             // opmask/ZMM state (Ice Lake, Zen 4); same operation as avx_vnni
+  bool avx512bw = false;     // AVX512BW + VL usable (byte/word ops and masks on zmm/ymm/xmm)
+  bool avx512_vnni = false;  // EVEX vpdpbusd: AVX512-VNNI with avx512bw (every such CPU has BW and
+                             // VL: Cascade Lake, Ice Lake, Sapphire Rapids, Zen 4); on ymm the same
+                             // operation as avx_vnni, on zmm twice as wide
 };
 
 // What this CPU (and OS: XSAVE state for YMM) supports. Read once.
@@ -29,8 +31,11 @@ bool cpu_has_vnni();
 // Whether the VNNI kernels (vpdpbusd on ymm; int8 GEMM) may run: the CPU has AVX-VNNI or
 // AVX512-VNNI+VL, AVX2 is the chosen ISA and XNN_ISA does not cap it (XNN_ISA=avx2 keeps the
 // plain AVX2 kernels, to measure or test what a CPU without VNNI runs). An extension of the AVX2
-// level, not an Isa: only the int8 GEMM has VNNI kernels, and they stay 256 bits wide.
+// level, not an Isa: only the int8 GEMM has VNNI kernels.
 bool vnni_enabled();
+// Whether the 512-bit VNNI int8 GEMM (vpdpbusd on zmm) may run: avx512_enabled() and avx512_vnni
+// (its epilogue also needs BW: saturating narrows and byte-masked stores).
+bool vnni512_enabled();
 // Whether AVX-512 kernels may run: the CPU has usable AVX-512F, AVX2 is the chosen ISA and
 // XNN_ISA does not cap it (the same cap as vnni_enabled).
 bool avx512_enabled();

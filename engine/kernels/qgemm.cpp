@@ -95,7 +95,7 @@ using internal::QGemmKernelSet;
 using internal::QTileParams;
 using internal::QXRows;
 
-enum class Layout { kScalarC2, kAvx2C2, kAvx2C4, kVnniC4 };
+enum class Layout { kScalarC2, kAvx2C2, kAvx2C4, kVnniC4, kVnni512C4, kVnni512SmallC4 };
 
 const QGemmKernelSet& kernels_for(Layout layout) {
   static const QGemmKernelSet scalar_c2 = {.mr = internal::kScalarMr, .nr = internal::kScalarNr, .ku = 2,
@@ -135,8 +135,20 @@ const QGemmKernelSet& kernels_for(Layout layout) {
                                                 .elem_bytes = 1, .main = internal::qs8_gemm_6x16c4__scalar,
                                                 .narrow = nullptr, .pack_x = internal::qs8_pack_x_16c4__scalar,
                                                 .name = "qs8_gemm_6x16c4__scalar"};
+  static const QGemmKernelSet vnni512 = {.mr = internal::kVnni512Mr, .nr = internal::kAvx2Nr, .ku = 4,
+                                         .elem_bytes = 1, .main = internal::qs8_gemm_16x16c4__avx512vnni,
+                                         .narrow = internal::qs8_gemm_16x8c4__avx512vnni,
+                                         .pack_x = internal::qs8_pack_x_16c4__avx2,
+                                         .name = "qs8_gemm_16x16c4__avx512vnni"};
+  static const QGemmKernelSet vnni512_small = {.mr = internal::kVnni512SmallMr, .nr = internal::kAvx2Nr, .ku = 4,
+                                               .elem_bytes = 1, .main = internal::qs8_gemm_8x16c4__avx512vnni,
+                                               .narrow = internal::qs8_gemm_8x8c4__avx512vnni,
+                                               .pack_x = internal::qs8_pack_x_16c4__avx2,
+                                               .name = "qs8_gemm_8x16c4__avx512vnni"};
   const bool avx2 = isa_supported(Isa::kAvx2);
   switch (layout) {
+    case Layout::kVnni512C4: return vnni512;  // only chosen where the CPU runs it
+    case Layout::kVnni512SmallC4: return vnni512_small;
     case Layout::kAvx2C2: return avx2 ? avx2_c2 : avx2_c2_layout;
     case Layout::kAvx2C4: return avx2 ? avx2_c4 : avx2_c4_layout;
     case Layout::kVnniC4:
@@ -204,7 +216,7 @@ void run_task(const QGemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t
   tile.upper = requant_upper(*g.rq);
   tile.zero_point = g.rq->zero_point;
   tile.qmin = g.rq->qmin;
-  int32_t init[8];
+  int32_t init[internal::kMaxMr];
   for (int64_t jc = j0; jc < j1; jc += nc_step) {
     const int64_t nc = std::min(nc_step, j1 - jc);
     ks.pack_x(g.x, g.k, jc, nc, xpack);
@@ -287,8 +299,22 @@ int64_t qs8_gemm_max_depth(int64_t max_abs_bias) {
   return (std::numeric_limits<int32_t>::max() - max_abs_bias) / kMaxProduct;
 }
 
+Qs8Kernels best_qs8_kernels() {
+  if (vnni512_enabled()) return Qs8Kernels::kVnni512;
+  return vnni_enabled() ? Qs8Kernels::kVnni256 : Qs8Kernels::kAvx2;
+}
+
+bool qs8_kernels_supported(Qs8Kernels family) {
+  switch (family) {
+    case Qs8Kernels::kAvx2: return isa_supported(Isa::kAvx2);
+    case Qs8Kernels::kVnni256: return isa_supported(Isa::kAvx2) && cpu_has_vnni();
+    case Qs8Kernels::kVnni512: return isa_supported(Isa::kAvx2) && cpu_features().avx512_vnni;
+  }
+  return false;
+}
+
 PackedQs8Weights::PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias, Isa isa,
-                                   bool use_vnni)
+                                   Qs8Kernels family)
     : m_(m), k_(k), isa_(isa) {
   XNN_CHECK(m >= 0 && k >= 0, "PackedQs8Weights: negative size " + std::to_string(m) + "x" + std::to_string(k));
   XNN_CHECK(m * k == 0 || w, "PackedQs8Weights: null weights");
@@ -301,7 +327,11 @@ PackedQs8Weights::PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_
                   std::to_string(k) + ") can overflow the int32 accumulator: expected |bias| + 32640·K < 2^31");
   }
   Layout layout = Layout::kScalarC2;
-  if (isa == Isa::kAvx2 && use_vnni && cpu_has_vnni()) {
+  if (isa == Isa::kAvx2 && family == Qs8Kernels::kVnni512 && qs8_kernels_supported(family)) {
+    // 8-row panels where 16-row ones would pad the rows by more than a tenth more (24 rows: 32 vs 24).
+    const int64_t padded16 = round_up(m, internal::kVnni512Mr), padded8 = round_up(m, internal::kVnni512SmallMr);
+    layout = padded16 * 10 > padded8 * 11 ? Layout::kVnni512SmallC4 : Layout::kVnni512C4;
+  } else if (isa == Isa::kAvx2 && family != Qs8Kernels::kAvx2 && cpu_has_vnni()) {
     layout = Layout::kVnniC4;
   } else if (isa == Isa::kAvx2) {
     layout = qs8_weights_fit_maddubs(m, k, w, ldw) ? Layout::kAvx2C4 : Layout::kAvx2C2;

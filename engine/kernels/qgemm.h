@@ -28,12 +28,17 @@
 //      four u8·s8 products of a lane to the int32 accumulator in one instruction, exactly, for
 //      any int8 weights: every weight matrix takes c4 with 6-row panels
 //      (qs8_gemm_6x16c4__avxvnni, or qs8_gemm_6x16c4__avx512vnni where only the EVEX form exists).
+//   c4 with 512-bit VNNI: on a CPU with AVX512-VNNI (vnni512_enabled()) the weights go into 16-row
+//      panels (8-row where 16 would pad the rows by much more) and vpdpbusd runs on zmm: one
+//      instruction per 64 products, one 64-byte load per group of the same 16-column X panels
+//      (qs8_gemm_16x16c4__avx512vnni, qs8_gemm_8x16c4__avx512vnni).
 //   Throughput without VNNI: c2 costs 2 vector instructions (vpmaddwd + vpaddd, 3 ports) per 16
 //   multiply-adds against fp32's 1 FMA (2 ports) per 8, so it peaks at 1.5× fp32; c4 at 2×.
 //   7-bit weights are a quantisation choice (e.g. oneDNN makes it on pre-VNNI CPUs); the kernel
 //   only detects them.
 // Kernels: qs8_gemm_6x16c2__avx2 (6x8c2 for a last panel of <= 8 columns), qs8_gemm_4x16c4__avx2
-// (4x8c4), qs8_gemm_6x16c4__avxvnni / __avx512vnni (6x8c4), qs8_gemm_4x8c2__scalar (the scalar ISA).
+// (4x8c4), qs8_gemm_6x16c4__avxvnni / __avx512vnni (6x8c4), qs8_gemm_16x16c4__avx512vnni (16x8c4)
+// and qs8_gemm_8x16c4__avx512vnni (8x8c4), qs8_gemm_4x8c2__scalar (the scalar ISA).
 //
 // Limits: the exact accumulator must fit int32. Packing checks |bias[m]| + 128·255·K < 2^31
 // (K <= 65793 with no bias), so no input can overflow; the arithmetic in between wraps (two's
@@ -53,15 +58,23 @@ namespace internal {
 struct QGemmKernelSet;
 }
 
+// The kernel families packing can target when the ISA is Isa::kAvx2: plain AVX2 (c2/c4), VNNI on
+// ymm (either encoding), VNNI on zmm. Sessions take best_qs8_kernels(); tests pin each one.
+enum class Qs8Kernels { kAvx2, kVnni256, kVnni512 };
+// The widest family this CPU runs and XNN_ISA allows (XNN_ISA=avx2 gives kAvx2).
+Qs8Kernels best_qs8_kernels();
+// Whether this CPU can run the family (regardless of XNN_ISA).
+bool qs8_kernels_supported(Qs8Kernels family);
+
 // Weights W (m × k int8, row stride ldw) and bias (m int32, or null for zeros) packed for one
 // ISA's micro-kernel. Immutable after packing, so shareable between threads and sessions.
 class PackedQs8Weights {
  public:
   PackedQs8Weights() = default;
-  // use_vnni: take a VNNI kernel when isa is kAvx2 and the CPU has VNNI (tests pass
-  // false to exercise the plain AVX2 layouts on such a CPU).
+  // family: the kernels to pack for when isa is kAvx2; one the CPU cannot run falls back to the
+  // next narrower one (kVnni512 → kVnni256 → kAvx2).
   PackedQs8Weights(int64_t m, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias, Isa isa,
-                   bool use_vnni = vnni_enabled());
+                   Qs8Kernels family = best_qs8_kernels());
   int64_t rows() const { return m_; }
   int64_t depth() const { return k_; }
   Isa isa() const { return isa_; }

@@ -1,9 +1,21 @@
-// Int8 GEMM micro-kernels for CPUs with AVX512-VNNI and AVX512VL but no AVX-VNNI (Ice Lake,
-// Zen 4): the EVEX encoding of vpdpbusd on ymm registers (compiled with -mavx512vnni -mavx512vl;
-// called only after cpuid says so, see cpu_features().avx512_vnni). Same layout, packing and
-// results as the AVX-VNNI kernels (qgemm_avxvnni.cpp): the body is qgemm_vnni_c4.h. 256 bits
-// wide on purpose: the X panels and the epilogue are the AVX2 ones, and Zen 4 splits 512-bit
-// operations into two 256-bit halves anyway.
+// Int8 GEMM micro-kernels for CPUs with AVX512-VNNI (compiled with -mavx512vnni -mavx512vl
+// -mavx512bw; called only after cpuid says so, see cpu_features()):
+//
+//   qs8_gemm_6x16c4__avx512vnni / 6x8c4: the EVEX encoding of vpdpbusd on ymm, for the 256-bit
+//      VNNI layout (6-row panels) on CPUs without AVX-VNNI; same body as the AVX-VNNI kernels
+//      (qgemm_vnni_c4.h).
+//   qs8_gemm_16x16c4__avx512vnni / 8x16c4: vpdpbusd on zmm, the 512-bit layout (16- or 8-row
+//      panels). A zmm lane group holds the 4 k values of 16 columns, which is exactly one group of
+//      the 16-column c4 X panel, so X is packed as for AVX2 and each group is one 64-byte load;
+//      each row's 4 weights are broadcast to all lanes and one vpdpbusd does 64 multiply-adds.
+//      16x16: 16 accumulators (vpdpbusd has a latency of ~5 cycles at 2 per cycle, so at least 10
+//      chains are needed) + X + broadcasts of the 32 zmm registers; per group 17 loads and 16
+//      vpdpbusd, twice the work per instruction of the 6x16 ymm kernel. 8x16 serves weight
+//      matrices whose row count 16-row panels would pad by much more (e.g. 24 rows).
+//   16x8c4 / 8x8c4: the same panels on ymm for an X panel with at most 8 valid columns.
+// The zmm epilogue requantises 16 int32 with the float operations of requantize() and narrows
+// with saturation (vpmovsdw, paddsw, vpmaxsw, vpmovuswb: the same bytes as the ymm pack chain in
+// qgemm_avx2_epilogue.h), then stores through a byte mask, so edge tiles write nothing outside Y.
 #include "engine/kernels/qgemm_vnni_c4.h"
 
 namespace xnn::kernels::internal {
@@ -11,6 +23,96 @@ namespace {
 struct DpbusdEvex {
   __m256i operator()(__m256i acc, __m256i x, __m256i w) const { return _mm256_dpbusd_epi32(acc, x, w); }
 };
+
+// Requantises 16 int32 lanes of one row and stores the first nr bytes.
+//   v = min(acc · multiplier, upper) in float, r = round-half-even(v)   (as store_row: the lower
+//   clamp is applied to the bytes, where v < lower gives r + zp <= qmin)
+//   s = saturate16(r) + zp (saturating), b = min(max(s, qmin), 255) as bytes.
+// store_row's chain, packssdw → paddsw → packuswb → max qmin, gives clamp(sat16(r) +sat zp, 0, 255)
+// then max qmin = clamp(·, qmin, 255) since 0 <= qmin <= 255: the same bytes.
+inline void store_row_zmm(__m512i acc, float multiplier, const QTileParams& p, size_t nr, uint8_t* row) {
+  const __m512 v = _mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(multiplier)),
+                                 _mm512_set1_ps(p.upper));
+  __m256i s = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(v));
+  s = _mm256_adds_epi16(s, _mm256_set1_epi16(static_cast<int16_t>(p.zero_point)));
+  s = _mm256_max_epi16(s, _mm256_set1_epi16(static_cast<int16_t>(p.qmin)));
+  const __m128i b = _mm256_cvtusepi16_epi8(s);  // s >= qmin >= 0: unsigned saturation = min(s, 255)
+  if (nr == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(row), b);
+  } else {
+    _mm_mask_storeu_epi8(row, static_cast<__mmask16>((1u << nr) - 1), b);
+  }
+}
+
+// The k loop of a 16- or 8-row tile as one asm block over a 64-byte aligned tile of int32
+// accumulators: loaded into zmm0-15 (zmm0-7), one 64-byte X load (zmm16) and one vpdpbusd per row
+// per group, stored back at the end. Each row's 4 weights are an embedded-broadcast ({1to16})
+// memory operand: one fused uop, where GCC 12 emits vpbroadcastd + vpdpbusd for the intrinsics.
+// Written in asm because GCC's own allocation of the intrinsics kept moving accumulators through
+// the stack inside the loop once the epilogue was inlined (see avx2::store_tile).
+// Per accumulator row I (the assembler evaluates I*64 and I*4): load from / store to the tile, and
+// one vpdpbusd with row I's 4 weights broadcast from memory.
+#define XNN_LD(I) "vmovdqa64 " #I "*64(%[t]), %%zmm" #I "\n\t"
+#define XNN_ST(I) "vmovdqa64 %%zmm" #I ", " #I "*64(%[t])\n\t"
+#define XNN_DP(I) "vpdpbusd " #I "*4(%[w])%{1to16%}, %%zmm16, %%zmm" #I "\n\t"
+#define XNN_ROWS_0_7(OP) OP(0) OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7)
+#define XNN_ROWS_8_15(OP) OP(8) OP(9) OP(10) OP(11) OP(12) OP(13) OP(14) OP(15)
+#define XNN_ZMM_0_7 "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7"
+#define XNN_ZMM_8_15 "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
+
+inline void k_loop_16(__m512i* t, size_t groups, const int8_t* w, const uint8_t* x) {
+  asm volatile(XNN_ROWS_0_7(XNN_LD) XNN_ROWS_8_15(XNN_LD)
+               "1:\n\t"
+               "vmovdqa64 (%[x]), %%zmm16\n\t"
+               XNN_ROWS_0_7(XNN_DP) XNN_ROWS_8_15(XNN_DP)
+               "add $64, %[w]\n\t"
+               "add $64, %[x]\n\t"
+               "dec %[g]\n\t"
+               "jnz 1b\n\t"
+               XNN_ROWS_0_7(XNN_ST) XNN_ROWS_8_15(XNN_ST)
+               : [w] "+r"(w), [x] "+r"(x), [g] "+r"(groups)
+               : [t] "r"(t)
+               : "cc", "memory", XNN_ZMM_0_7, XNN_ZMM_8_15, "xmm16");
+}
+inline void k_loop_8(__m512i* t, size_t groups, const int8_t* w, const uint8_t* x) {
+  asm volatile(XNN_ROWS_0_7(XNN_LD)
+               "1:\n\t"
+               "vmovdqa64 (%[x]), %%zmm16\n\t"
+               XNN_ROWS_0_7(XNN_DP)
+               "add $32, %[w]\n\t"
+               "add $64, %[x]\n\t"
+               "dec %[g]\n\t"
+               "jnz 1b\n\t"
+               XNN_ROWS_0_7(XNN_ST)
+               : [w] "+r"(w), [x] "+r"(x), [g] "+r"(groups)
+               : [t] "r"(t)
+               : "cc", "memory", XNN_ZMM_0_7, "xmm16");
+}
+#undef XNN_LD
+#undef XNN_ST
+#undef XNN_DP
+#undef XNN_ROWS_0_7
+#undef XNN_ROWS_8_15
+#undef XNN_ZMM_0_7
+#undef XNN_ZMM_8_15
+
+template <int MR>
+inline void qgemm_16c4_zmm(size_t mr, size_t nr, size_t groups, const int8_t* w, const uint8_t* x,
+                           const QTileParams& p, uint8_t* y, int64_t ldy) {
+  static_assert(MR == 16 || MR == 8);
+  alignas(64) __m512i acc[MR];
+  unroll<MR>([&](auto i) { acc[i] = _mm512_set1_epi32(p.init[i]); });
+  if (groups != 0) {
+    if constexpr (MR == 16) {
+      k_loop_16(acc, groups, w, x);
+    } else {
+      k_loop_8(acc, groups, w, x);
+    }
+  }
+  unroll<MR>([&](auto i) {
+    if (static_cast<size_t>(i) < mr) store_row_zmm(acc[i], p.multiplier[i], p, nr, y + i * ldy);
+  });
+}
 }  // namespace
 
 XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__avx512vnni) {
@@ -20,6 +122,20 @@ XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__avx512vnni) {
 XNN_QGEMM_UKERNEL(qs8_gemm_6x8c4__avx512vnni) {
   qgemm_c4_vnni<kVnniMr, 1>(DpbusdEvex{}, mr, nr, groups, static_cast<const int8_t*>(w),
                             static_cast<const uint8_t*>(x), p, y, ldy);
+}
+XNN_QGEMM_UKERNEL(qs8_gemm_16x16c4__avx512vnni) {
+  qgemm_16c4_zmm<16>(mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x), p, y, ldy);
+}
+XNN_QGEMM_UKERNEL(qs8_gemm_8x16c4__avx512vnni) {
+  qgemm_16c4_zmm<8>(mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x), p, y, ldy);
+}
+XNN_QGEMM_UKERNEL(qs8_gemm_16x8c4__avx512vnni) {
+  qgemm_c4_vnni<16, 1>(DpbusdEvex{}, mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x),
+                       p, y, ldy);
+}
+XNN_QGEMM_UKERNEL(qs8_gemm_8x8c4__avx512vnni) {
+  qgemm_c4_vnni<8, 1>(DpbusdEvex{}, mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x),
+                      p, y, ldy);
 }
 
 }  // namespace xnn::kernels::internal

@@ -76,6 +76,17 @@ XNN_QGEMM_UKERNEL(qs8_gemm_6x8c4__avxvnni);
 XNN_QGEMM_UKERNEL(qs8_gemm_6x16c4__avx512vnni);
 XNN_QGEMM_UKERNEL(qs8_gemm_6x8c4__avx512vnni);
 
+// 512-bit VNNI (call only when vnni512_enabled(); qgemm_avx512vnni.cpp): the c4 layout with 16- or
+// 8-row weight panels and the same 16-column X panels; zmm kernels for full panels, ymm (EVEX)
+// for a panel with at most 8 valid columns.
+inline constexpr int kVnni512Mr = 16;
+inline constexpr int kVnni512SmallMr = 8;
+inline constexpr int kMaxMr = 16;  // the largest MR of any layout
+XNN_QGEMM_UKERNEL(qs8_gemm_16x16c4__avx512vnni);
+XNN_QGEMM_UKERNEL(qs8_gemm_16x8c4__avx512vnni);
+XNN_QGEMM_UKERNEL(qs8_gemm_8x16c4__avx512vnni);
+XNN_QGEMM_UKERNEL(qs8_gemm_8x8c4__avx512vnni);
+
 // Scalar (qgemm.cpp): 4x8c2 is the scalar ISA's layout; the others run AVX2-packed weights on a
 // CPU without AVX2, on the same layouts.
 inline constexpr int kScalarMr = 4;

@@ -8,7 +8,8 @@
 // products to the int32 lane in one instruction, without the int16 intermediate that makes
 // vpmaddubsw saturate. So every int8 weight is exact here (no 7-bit condition) and a multiply-add
 // of 32 products is one instruction instead of three (vpmaddubsw, vpmaddwd, vpaddd).
-// 6x16: 12 accumulators + 2 X vectors + 1 weight broadcast = 15 ymm registers.
+// 6x16: 12 accumulators + 2 X vectors + 1 weight broadcast = 15 ymm registers. The loops are
+// unrolled at compile time (unroll.h) so the accumulators stay in registers.
 #pragma once
 #include <immintrin.h>
 
@@ -17,6 +18,7 @@
 
 #include "engine/kernels/qgemm_avx2_epilogue.h"
 #include "engine/kernels/qgemm_internal.h"
+#include "engine/kernels/unroll.h"
 
 namespace xnn::kernels::internal {
 namespace {  // NOLINT: one copy per including kernel file, see above
@@ -25,23 +27,17 @@ template <int MR, int NV, typename Dot>
 inline void qgemm_c4_vnni(Dot dpbusd, size_t mr, size_t nr, size_t groups, const int8_t* w, const uint8_t* x,
                           const QTileParams& p, uint8_t* y, int64_t ldy) {
   __m256i acc[MR][NV];
-#pragma GCC unroll 6
-  for (int i = 0; i < MR; ++i) {
+  unroll<MR>([&](auto i) {
     const __m256i init = _mm256_set1_epi32(p.init[i]);
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) acc[i][v] = init;
-  }
-#pragma GCC unroll 2
+    unroll<NV>([&](auto v) { acc[i][v] = init; });
+  });
   for (size_t g = groups; g != 0; --g) {
     __m256i xv[NV];
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) xv[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(x + 32 * v));
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) {
+    unroll<NV>([&](auto v) { xv[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(x + 32 * v)); });
+    unroll<MR>([&](auto i) {
       const __m256i wi = _mm256_set1_epi32(avx2::load32(w + 4 * i));
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) acc[i][v] = dpbusd(acc[i][v], xv[v], wi);  // u8 X, s8 W
-    }
+      unroll<NV>([&](auto v) { acc[i][v] = dpbusd(acc[i][v], xv[v], wi); });  // u8 X, s8 W
+    });
     w += 4 * MR;
     x += 4 * kAvx2Nr;
   }

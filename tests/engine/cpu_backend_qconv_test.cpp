@@ -244,12 +244,13 @@ TEST(CpuBackendQConv, AlgorithmRuleNamesTheMicroKernels) {
   strided.cin = 16, strided.cout = 8, strided.h = strided.w = 14, strided.k = 3, strided.stride = 2, strided.pad = 1;
   EXPECT_EQ(kernel_of(strided).rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u);
   // 1x1 stride 1 -> GEMM on the input as is; 7-bit weights take the vpmaddubsw path on AVX2;
-  // with AVX-VNNI every weight matrix takes vpdpbusd.
+  // with VNNI every weight matrix takes vpdpbusd (on zmm with 512-bit VNNI: 24 rows in 8-row panels).
   QConvCase pw;
   pw.cin = 32, pw.cout = 24, pw.h = pw.w = 9;
   const bool vnni = kernels::vnni_enabled();
-  const std::string vnni_gemm = kernels::cpu_features().avx_vnni ? "qs8_conv_1x1+qs8_gemm_6x16c4__avxvnni"
-                                                                 : "qs8_conv_1x1+qs8_gemm_6x16c4__avx512vnni";
+  const std::string vnni_gemm = kernels::vnni512_enabled()       ? "qs8_conv_1x1+qs8_gemm_8x16c4__avx512vnni"
+                                : kernels::cpu_features().avx_vnni ? "qs8_conv_1x1+qs8_gemm_6x16c4__avxvnni"
+                                                                   : "qs8_conv_1x1+qs8_gemm_6x16c4__avx512vnni";
   const std::string full = vnni ? vnni_gemm
                            : avx2 ? "qs8_conv_1x1+qs8_gemm_6x16c2__avx2"
                                   : "qs8_conv_1x1+qs8_gemm_4x8c2__scalar";
@@ -605,7 +606,7 @@ TEST(CpuBackendQElementwise, QLinearAddBitExact) {
                                                {"b", random_ints<uint8_t>(shape, rng, 0, 255)}};
     for (int threads : {1, 2}) {
       const Outcome o = run_both(model, inputs, threads);
-      EXPECT_EQ(o.kernel, "u8_qlinear_add__scalar") << "trial " << trial;
+      EXPECT_EQ(o.kernel, "u8_qlinear_add__" + std::string(kernels::isa_name(kernels::best_isa()))) << "trial " << trial;
       EXPECT_EQ(byte_diff(o.got, o.want), "") << "trial " << trial << " " << shape_str(shape);
     }
   }
@@ -640,7 +641,7 @@ TEST(CpuBackendQElementwise, QuantizeLinearBitExact) {
     }
     for (int threads : {1, 2}) {
       const Outcome o = run_both(model, {{"x", in}}, threads);
-      EXPECT_EQ(o.kernel, "f32_quantize_u8__scalar") << "trial " << trial;
+      EXPECT_EQ(o.kernel, "f32_quantize_u8__" + std::string(kernels::isa_name(kernels::best_isa()))) << "trial " << trial;
       EXPECT_EQ(byte_diff(o.got, o.want), "") << "trial " << trial << " scale " << scale << " zp " << zp;
     }
   }

@@ -87,17 +87,17 @@ Problem random_problem(std::mt19937& rng, int64_t m, int64_t n, int64_t k, int w
   return p;
 }
 
-// A packed path: the ISA, and on AVX2 whether the AVX-VNNI kernel may be taken.
+// A packed path: the ISA, and on AVX2 the kernel family (plain AVX2, VNNI on ymm, VNNI on zmm).
 struct QGemmPath {
   Isa isa;
-  bool vnni;
+  Qs8Kernels family;
   const char* name;
 };
 
 std::vector<uint8_t> run_packed(const Problem& p, const QGemmPath& path, ThreadPool* pool = nullptr,
                                 std::string* kernel = nullptr) {
   const PackedQs8Weights packed(p.m, p.k, p.w.data(), p.ldw, p.bias.empty() ? nullptr : p.bias.data(), path.isa,
-                                path.vnni);
+                                path.family);
   if (kernel) *kernel = packed.kernel_name();
   std::vector<uint8_t> y(p.want.size(), 0);
   qs8_gemm(packed, p.n, p.x.data(), p.ldx, p.x_zp, p.rq, y.data(), p.ldy, pool);
@@ -229,17 +229,19 @@ class QGemmIsaTest : public ::testing::TestWithParam<QGemmPath> {
  protected:
   void SetUp() override {
     if (!isa_supported(isa())) GTEST_SKIP() << isa_name(isa()) << " not supported on this CPU";
-    if (vnni() && !cpu_has_vnni()) GTEST_SKIP() << "VNNI not supported on this CPU";
+    if (isa() == Isa::kAvx2 && !qs8_kernels_supported(family()))
+      GTEST_SKIP() << GetParam().name << " kernels not supported on this CPU";
   }
   const QGemmPath& path() const { return GetParam(); }
   Isa isa() const { return GetParam().isa; }
-  bool vnni() const { return GetParam().vnni; }
+  Qs8Kernels family() const { return GetParam().family; }
+  bool vnni() const { return isa() == Isa::kAvx2 && family() != Qs8Kernels::kAvx2; }
 };
 
 // Sizes around MR (4, 6), NR (8, 16), the narrow kernel (<= 8 columns), K odd / not a multiple of
 // 4 (zero-padded groups); full-range weights (c2 on AVX2) and 7-bit weights (c4 on AVX2).
 TEST_P(QGemmIsaTest, MatchesReferenceOverSizeCube) {
-  const std::vector<int64_t> sizes = {1, 2, 3, 5, 6, 7, 8, 9, 15, 16, 17, 33, 100};
+  const std::vector<int64_t> sizes = {1, 2, 3, 5, 6, 7, 8, 9, 15, 16, 17, 24, 33, 48, 100};
   std::mt19937 rng(1);
   for (bool seven_bit : {false, true}) {
     for (int64_t m : sizes) {
@@ -264,8 +266,10 @@ TEST_P(QGemmIsaTest, ChoosesMaddubsOnlyForSaturationFreeWeights) {
   run_packed(full, path(), nullptr, &k_full);
   run_packed(seven, path(), nullptr, &k_seven);
   if (vnni()) {  // vpdpbusd cannot saturate: every weight matrix takes it
-    // the VEX encoding where the CPU has it, else the EVEX one (AVX512-VNNI+VL)
-    const std::string want = cpu_features().avx_vnni ? "qs8_gemm_6x16c4__avxvnni" : "qs8_gemm_6x16c4__avx512vnni";
+    // zmm: 8 rows take the 8-row panels; ymm: the VEX encoding where the CPU has it, else the EVEX one
+    const std::string want = family() == Qs8Kernels::kVnni512 ? "qs8_gemm_8x16c4__avx512vnni"
+                             : cpu_features().avx_vnni        ? "qs8_gemm_6x16c4__avxvnni"
+                                                              : "qs8_gemm_6x16c4__avx512vnni";
     EXPECT_EQ(k_full, want);
     EXPECT_EQ(k_seven, want);
   } else if (isa() == Isa::kAvx2) {
@@ -359,7 +363,7 @@ TEST_P(QGemmIsaTest, RowStridesLeaveGapsUntouched) {
       p.x_zp = 3;
       p.rq.zero_point = 250;
       p.finish();
-      const PackedQs8Weights packed(p.m, p.k, p.w.data(), p.ldw, p.bias.data(), isa(), vnni());
+      const PackedQs8Weights packed(p.m, p.k, p.w.data(), p.ldw, p.bias.data(), isa(), family());
       std::vector<uint8_t> y(static_cast<size_t>((m - 1) * p.ldy + n + 16), kSentinel);
       qs8_gemm(packed, n, p.x.data(), p.ldx, p.x_zp, p.rq, y.data(), p.ldy, nullptr);
       expect_same(p, y, "strided");
@@ -402,8 +406,10 @@ TEST_P(QGemmIsaTest, NoBiasEmptyKAndTies) {
 }
 
 INSTANTIATE_TEST_SUITE_P(QGemm, QGemmIsaTest,
-                         ::testing::Values(QGemmPath{Isa::kScalar, false, "scalar"}, QGemmPath{Isa::kAvx2, false, "avx2"},
-                                           QGemmPath{Isa::kAvx2, true, "vnni"}),
+                         ::testing::Values(QGemmPath{Isa::kScalar, Qs8Kernels::kAvx2, "scalar"},
+                                           QGemmPath{Isa::kAvx2, Qs8Kernels::kAvx2, "avx2"},
+                                           QGemmPath{Isa::kAvx2, Qs8Kernels::kVnni256, "vnni"},
+                                           QGemmPath{Isa::kAvx2, Qs8Kernels::kVnni512, "vnni512"}),
                          [](const ::testing::TestParamInfo<QGemmPath>& info) { return std::string(info.param.name); });
 
 // Scalar and AVX2 packings of the same problem agree with each other, byte for byte, also when
@@ -415,9 +421,11 @@ TEST(QGemmCrossIsa, ScalarAndAvx2AreBitExact) {
     std::uniform_int_distribution<int64_t> size(1, 70);
     Problem p = (i % 2) ? random_problem(rng, size(rng), size(rng), size(rng) * 3)
                         : random_problem(rng, size(rng), size(rng), size(rng) * 3, -64, 64);
-    const std::vector<uint8_t> scalar = run_packed(p, {Isa::kScalar, false, "scalar"});
-    EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, false, "avx2"})) << "problem " << i;
-    if (cpu_has_vnni()) EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, true, "vnni"})) << "problem " << i;
+    const std::vector<uint8_t> scalar = run_packed(p, {Isa::kScalar, Qs8Kernels::kAvx2, "scalar"});
+    EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, Qs8Kernels::kAvx2, "avx2"})) << "problem " << i;
+    for (Qs8Kernels f : {Qs8Kernels::kVnni256, Qs8Kernels::kVnni512}) {
+      if (qs8_kernels_supported(f)) EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, f, "vnni"})) << "problem " << i;
+    }
   }
 }
 
