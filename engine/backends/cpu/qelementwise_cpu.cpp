@@ -22,16 +22,17 @@ std::optional<uint8_t> u8_zero_point_or_absent(const TensorInfo& t) {
 
 class QLinearAddKernel final : public CpuKernel {
  public:
-  QLinearAddKernel(int64_t n, const kernels::QAddParams& p) : n_(n), p_(p) {}
-  std::string name() const override { return "u8_qlinear_add__scalar"; }
+  QLinearAddKernel(int64_t n, const kernels::QAddParams& p, kernels::Isa isa) : n_(n), p_(p), isa_(isa) {}
+  std::string name() const override { return "u8_qlinear_add__" + std::string(kernels::isa_name(isa_)); }
   void run(KernelContext& ctx) override {
     kernels::u8_qlinear_add(n_, ctx.input(0).data<uint8_t>(), ctx.input(3).data<uint8_t>(), p_,
-                            ctx.output(0).data<uint8_t>(), ctx.pool());
+                            ctx.output(0).data<uint8_t>(), ctx.pool(), isa_);
   }
 
  private:
   int64_t n_;
   kernels::QAddParams p_;
+  kernels::Isa isa_;
 };
 
 // (A, A_scale, A_zp?, B, B_scale, B_zp?, C_scale, C_zp?)
@@ -51,21 +52,24 @@ std::unique_ptr<CpuKernel> make_qlinear_add(const CpuKernelPrepareContext& ctx) 
   p.a_multiplier = *a_scale / *c_scale;
   p.b_multiplier = *b_scale / *c_scale;
   p.a_zero_point = *a_zp, p.b_zero_point = *b_zp, p.y_zero_point = *c_zp;
-  return std::make_unique<QLinearAddKernel>(shape_numel(a.shape), p);
+  return std::make_unique<QLinearAddKernel>(shape_numel(a.shape), p, ctx.isa);
 }
 
 class QuantizeU8Kernel final : public CpuKernel {
  public:
-  QuantizeU8Kernel(int64_t n, float scale, uint8_t zero_point) : n_(n), scale_(scale), zp_(zero_point) {}
-  std::string name() const override { return "f32_quantize_u8__scalar"; }
+  QuantizeU8Kernel(int64_t n, float scale, uint8_t zero_point, kernels::Isa isa)
+      : n_(n), scale_(scale), zp_(zero_point), isa_(isa) {}
+  std::string name() const override { return "f32_quantize_u8__" + std::string(kernels::isa_name(isa_)); }
   void run(KernelContext& ctx) override {
-    kernels::f32_quantize_u8(n_, ctx.input(0).data<float>(), scale_, zp_, ctx.output(0).data<uint8_t>(), ctx.pool());
+    kernels::f32_quantize_u8(n_, ctx.input(0).data<float>(), scale_, zp_, ctx.output(0).data<uint8_t>(), ctx.pool(),
+                             isa_);
   }
 
  private:
   int64_t n_;
   float scale_;
   uint8_t zp_;
+  kernels::Isa isa_;
 };
 
 // (x, y_scale, y_zero_point?)
@@ -76,7 +80,7 @@ std::unique_ptr<CpuKernel> make_quantize_linear(const CpuKernelPrepareContext& c
   const auto scale = constant_scale(ctx.inputs[1]);
   const auto zp = u8_zero_point_or_absent(ctx.inputs.size() > 2 ? ctx.inputs[2] : absent);
   if (!scale || !zp) return nullptr;
-  return std::make_unique<QuantizeU8Kernel>(shape_numel(ctx.inputs[0].shape), *scale, *zp);
+  return std::make_unique<QuantizeU8Kernel>(shape_numel(ctx.inputs[0].shape), *scale, *zp, ctx.isa);
 }
 
 }  // namespace
