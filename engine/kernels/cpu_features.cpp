@@ -29,10 +29,9 @@ CpuFeatures detect() {
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
     f.avx2 = avx && ymm_enabled && (b & (1u << 5));
     f.avx512f = b & (1u << 16);
-    f.avx512 = f.avx2 && zmm_enabled && f.avx512f;
-    const bool avx512vl = b & (1u << 31), avx512vnni = c & (1u << 11);
-    f.avx512bw = f.avx512 && avx512vl && (b & (1u << 30));
-    f.avx512_vnni = f.avx512bw && avx512vnni;
+    const bool avx512vl = b & (1u << 31), avx512bw = b & (1u << 30), avx512vnni = c & (1u << 11);
+    f.avx512 = f.avx2 && zmm_enabled && f.avx512f && avx512vl && avx512bw;
+    f.avx512_vnni = f.avx512 && avx512vnni;
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = ymm_enabled && (a & (1u << 4));
   if (!ymm_enabled) f.fma = false;

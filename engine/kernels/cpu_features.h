@@ -14,12 +14,13 @@ struct CpuFeatures {
   bool fma = false;
   bool f16c = false;
   bool avx512f = false;      // the cpuid bit alone
-  bool avx512 = false;       // AVX-512F usable: with AVX2 and the OS saving opmask/ZMM state
+  bool avx512 = false;       // AVX-512 usable as the *_avx512.cpp kernels use it: F, VL (EVEX on
+                             // ymm, 32 registers) and BW (byte/word ops, masks), with AVX2 and the
+                             // OS saving opmask/ZMM state; every AVX-512 CPU since Skylake-X
   bool avx_vnni = false;     // VEX vpdpbusd (AVX-VNNI: Alder Lake, Sapphire Rapids, Zen 5)
-  bool avx512bw = false;     // AVX512BW + VL usable (byte/word ops and masks on zmm/ymm/xmm)
-  bool avx512_vnni = false;  // EVEX vpdpbusd: AVX512-VNNI with avx512bw (every such CPU has BW and
-                             // VL: Cascade Lake, Ice Lake, Sapphire Rapids, Zen 4); on ymm the same
-                             // operation as avx_vnni, on zmm twice as wide
+  bool avx512_vnni = false;  // EVEX vpdpbusd: AVX512-VNNI with avx512 (Cascade Lake, Ice Lake,
+                             // Sapphire Rapids, Zen 4); on ymm the same operation as avx_vnni, on
+                             // zmm twice as wide
 };
 
 // What this CPU (and OS: XSAVE state for YMM) supports. Read once.

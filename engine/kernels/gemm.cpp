@@ -12,7 +12,8 @@
 // registers.
 //
 // Blocking (AVX2, measured on a 2-core Xeon with 48 KiB L1d / 2 MiB L2; tolerant of ±50%):
-// KC = 384 keeps the B micro-panel at 24 KiB (fits a 32 KiB L1 as well), MC = 96, NC = 512.
+// KC = 384 keeps the B micro-panel at 24 KiB (fits a 32 KiB L1 as well), MC = 96, NC = 512. The
+// AVX-512 kernel (16-row A panels, same B panels) keeps the same blocking.
 #include "engine/kernels/gemm.h"
 
 #include <algorithm>
@@ -78,7 +79,18 @@ struct KernelSet {
   const char* name;
 };
 
-const KernelSet& kernels_for(Isa isa) {
+const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
+  // The AVX2 blocking: the B micro-panel (kc × 16) is the same, A panels are 16 rows instead of 6
+  // (mc a multiple of both).
+  static const KernelSet avx512 = {.mr = internal::kAvx512Mr,
+                                   .nr = internal::kAvx2Nr,
+                                   .main = internal::f32_gemm_16x16__avx512,
+                                   .narrow = internal::f32_gemm_16x8__avx512,
+                                   .kc = 384,
+                                   .mc = 96,
+                                   .nc = 512,
+                                   .name = "f32_gemm_16x16__avx512"};
+  if (isa == Isa::kAvx2 && family == F32GemmKernels::kAvx512 && f32_gemm_kernels_supported(family)) return avx512;
   static const KernelSet avx2 = {.mr = internal::kAvx2Mr,
                                  .nr = internal::kAvx2Nr,
                                  .main = internal::f32_gemm_6x16__avx2,
@@ -344,9 +356,18 @@ GemmProblem make_problem(const KernelSet& ks, const float* packed_a, int64_t m, 
 
 }  // namespace
 
-PackedA::PackedA(int64_t m, int64_t k, MatrixRef a, Isa isa) : m_(m), k_(k), isa_(isa) {
+F32GemmKernels best_f32_gemm_kernels() { return avx512_enabled() ? F32GemmKernels::kAvx512 : F32GemmKernels::kAvx2; }
+
+bool f32_gemm_kernels_supported(F32GemmKernels family) {
+  return family == F32GemmKernels::kAvx512 ? isa_supported(Isa::kAvx2) && cpu_features().avx512 : true;
+}
+
+PackedA::PackedA(int64_t m, int64_t k, MatrixRef a, Isa isa, F32GemmKernels family)
+    : m_(m), k_(k), isa_(isa),
+      family_(family == F32GemmKernels::kAvx512 && f32_gemm_kernels_supported(family) ? family
+                                                                                       : F32GemmKernels::kAvx2) {
   XNN_CHECK(m >= 0 && k >= 0, "PackedA: negative size");
-  const KernelSet& ks = kernels_for(isa);
+  const KernelSet& ks = kernels_for(isa, family_);
   const int64_t panels = ceil_div(m, ks.mr);
   const size_t floats = static_cast<size_t>(panels * ks.mr * k);
   bytes_ = floats * sizeof(float);
@@ -360,14 +381,14 @@ PackedA::PackedA(int64_t m, int64_t k, MatrixRef a, Isa isa) : m_(m), k_(k), isa
 void f32_gemm(const PackedA& a, int64_t n, MatrixRef b, float* c, int64_t ldc, const GemmEpilogue& ep,
               ThreadPool* pool) {
   if (a.rows() == 0 || n <= 0) return;
-  const KernelSet& ks = kernels_for(a.isa());
+  const KernelSet& ks = kernels_for(a.isa(), a.family());
   run_gemm(make_problem(ks, a.data(), a.rows(), n, a.depth(), b, c, ldc, ep), pool);
 }
 
 void f32_gemm(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const GemmEpilogue& ep,
-              ThreadPool* pool, Isa isa) {
+              ThreadPool* pool, Isa isa, F32GemmKernels family) {
   if (m <= 0 || n <= 0) return;
-  const KernelSet& ks = kernels_for(isa);
+  const KernelSet& ks = kernels_for(isa, family);
   const int64_t panels = ceil_div(m, ks.mr);
   // The caller's slot 1 holds packed A for the whole call; workers read it and use only their
   // own slot 0 (packed B), so the two never collide.
@@ -380,6 +401,8 @@ void f32_gemm(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* 
   run_gemm(make_problem(ks, apack, m, n, k, b, c, ldc, ep), pool);
 }
 
-std::string gemm_kernel_name(Isa isa) { return kernels_for(isa).name; }
+std::string gemm_kernel_name(Isa isa) { return kernels_for(isa, best_f32_gemm_kernels()).name; }
+
+const char* PackedA::kernel_name() const { return kernels_for(isa_, family_).name; }
 
 }  // namespace xnn::kernels

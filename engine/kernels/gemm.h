@@ -5,7 +5,8 @@
 // Design (Goto/BLIS): A is packed into MR-row panels once (weights, at session preparation),
 // B is packed per call into NR-column panels in cache-sized blocks, and a register-blocked
 // MR×NR micro-kernel (f32_gemm_<MR>x<NR>__<isa>) accumulates over K. Work is split over C
-// tiles on the thread pool. The scalar micro-kernel uses the same packed layout.
+// tiles on the thread pool. The scalar micro-kernel uses the same packed layout. On AVX-512 CPUs
+// f32_gemm_16x16__avx512 (16-row A panels, zmm) replaces the AVX2 kernel.
 //
 // Matrices are described by (data, row stride, column stride) in elements, so transposed
 // operands (Gemm transA/transB, MatMul of a transposed view) need no copies beyond packing.
@@ -34,21 +35,32 @@ struct GemmEpilogue {
   Activation act;
 };
 
+// The micro-kernel family for Isa::kAvx2: f32_gemm_6x16__avx2, or f32_gemm_16x16__avx512 on a
+// CPU with AVX-512 (avx512_enabled(): not under XNN_ISA=avx2). Sessions take the best; tests pin
+// each.
+enum class F32GemmKernels { kAvx2, kAvx512 };
+F32GemmKernels best_f32_gemm_kernels();
+bool f32_gemm_kernels_supported(F32GemmKernels family);  // regardless of XNN_ISA
+
 // A packed for the micro-kernel of one ISA. Owns its memory; immutable after packing, so one
 // PackedA may be used by several threads and sessions at once.
 class PackedA {
  public:
   PackedA() = default;
-  PackedA(int64_t m, int64_t k, MatrixRef a, Isa isa);
+  // family: the kernels for Isa::kAvx2 (one the CPU cannot run falls back to kAvx2).
+  PackedA(int64_t m, int64_t k, MatrixRef a, Isa isa, F32GemmKernels family = best_f32_gemm_kernels());
   int64_t rows() const { return m_; }
   int64_t depth() const { return k_; }
   Isa isa() const { return isa_; }
   const float* data() const { return data_.get(); }
   size_t bytes() const { return bytes_; }
+  F32GemmKernels family() const { return family_; }
+  const char* kernel_name() const;  // e.g. "f32_gemm_16x16__avx512"
 
  private:
   int64_t m_ = 0, k_ = 0;
   Isa isa_ = Isa::kScalar;
+  F32GemmKernels family_ = F32GemmKernels::kAvx2;
   size_t bytes_ = 0;
   std::shared_ptr<float[]> data_;
 };
@@ -60,9 +72,10 @@ void f32_gemm(const PackedA& a, int64_t n, MatrixRef b, float* c, int64_t ldc, c
 
 // Same with A unpacked (activations × activations, e.g. MatMul): packs A per call.
 void f32_gemm(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
-              const GemmEpilogue& ep, ThreadPool* pool, Isa isa = best_isa());
+              const GemmEpilogue& ep, ThreadPool* pool, Isa isa = best_isa(),
+              F32GemmKernels family = best_f32_gemm_kernels());
 
-// The micro-kernel name for an ISA, e.g. "f32_gemm_6x16__avx2".
+// The micro-kernel name for an ISA (and the best family), e.g. "f32_gemm_6x16__avx2".
 std::string gemm_kernel_name(Isa isa);
 
 }  // namespace xnn::kernels

@@ -46,6 +46,12 @@ inline constexpr int kAvx2Nr = 16;
 XNN_GEMM_UKERNEL(f32_gemm_6x16__avx2);
 XNN_GEMM_UKERNEL(f32_gemm_6x8__avx2);
 
+// AVX-512 (gemm_avx512.cpp; call only when avx512_enabled()): A in 16-row panels, the same
+// 16-column B panels. 16x8 for a last panel with at most 8 valid columns.
+inline constexpr int kAvx512Mr = 16;
+XNN_GEMM_UKERNEL(f32_gemm_16x16__avx512);
+XNN_GEMM_UKERNEL(f32_gemm_16x8__avx512);
+
 // Scalar (baseline x86-64; the compiler may use SSE2). 4x8 is the scalar ISA's shape; 6x16 runs
 // an AVX2-packed A on a CPU without AVX2.
 inline constexpr int kScalarMr = 4;

@@ -83,12 +83,21 @@ void expect_matches_reference(int64_t m, int64_t n, int64_t k, MatrixRef a, Matr
   }
 }
 
-class GemmIsaTest : public ::testing::TestWithParam<Isa> {
+// A GEMM path: the ISA and, for Isa::kAvx2, the micro-kernel family (AVX2 or AVX-512).
+struct GemmPath {
+  Isa isa;
+  F32GemmKernels family;
+  const char* name;
+};
+
+class GemmIsaTest : public ::testing::TestWithParam<GemmPath> {
  protected:
   void SetUp() override {
-    if (!isa_supported(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not supported on this CPU";
+    if (!isa_supported(isa())) GTEST_SKIP() << isa_name(isa()) << " not supported on this CPU";
+    if (!f32_gemm_kernels_supported(family())) GTEST_SKIP() << GetParam().name << " kernels not supported on this CPU";
   }
-  Isa isa() const { return GetParam(); }
+  Isa isa() const { return GetParam().isa; }
+  F32GemmKernels family() const { return GetParam().family; }
 };
 
 // Every combination of tail-heavy sizes for M, N and K: around MR (4, 6), NR (8, 16), small K
@@ -108,9 +117,9 @@ TEST_P(GemmIsaTest, MatchesReferenceOverSizeCube) {
         std::vector<float> c(static_cast<size_t>(m * n), -7.0f);
         GemmEpilogue ep;
         if (++variant % 2) {
-          f32_gemm(PackedA(m, k, a.ref, isa()), n, b.ref, c.data(), n, ep, nullptr);
+          f32_gemm(PackedA(m, k, a.ref, isa(), family()), n, b.ref, c.data(), n, ep, nullptr);
         } else {
-          f32_gemm(m, n, k, a.ref, b.ref, c.data(), n, ep, nullptr, isa());
+          f32_gemm(m, n, k, a.ref, b.ref, c.data(), n, ep, nullptr, isa(), family());
         }
         expect_matches_reference(m, n, k, a.ref, b.ref, c.data(), n, ep, "cube");
         if (HasFatalFailure()) return;
@@ -130,7 +139,7 @@ TEST_P(GemmIsaTest, DeepKAccumulatesAcrossBlocks) {
     std::vector<float> bias = random_vector(rng, m), res = random_vector(rng, static_cast<size_t>(m * n));
     GemmEpilogue ep{bias.data(), res.data(), n, Activation::clip(-0.5f, 0.5f)};
     std::vector<float> c(static_cast<size_t>(m * n));
-    f32_gemm(PackedA(m, k, a.ref, isa()), n, b.ref, c.data(), n, ep, nullptr);
+    f32_gemm(PackedA(m, k, a.ref, isa(), family()), n, b.ref, c.data(), n, ep, nullptr);
     expect_matches_reference(m, n, k, a.ref, b.ref, c.data(), n, ep, "deep K");
     if (HasFatalFailure()) return;
   }
@@ -146,7 +155,7 @@ TEST_P(GemmIsaTest, WideNSpansColumnBlocks) {
     std::vector<float> bias = random_vector(rng, m);
     GemmEpilogue ep{bias.data(), nullptr, 0, Activation::relu()};
     std::vector<float> c(static_cast<size_t>(m * n));
-    f32_gemm(m, n, k, a.ref, b.ref, c.data(), n, ep, nullptr, isa());
+    f32_gemm(m, n, k, a.ref, b.ref, c.data(), n, ep, nullptr, isa(), family());
     expect_matches_reference(m, n, k, a.ref, b.ref, c.data(), n, ep, "wide N");
     if (HasFatalFailure()) return;
   }
@@ -165,9 +174,9 @@ TEST_P(GemmIsaTest, StridedAndTransposedOperands) {
         Operand b = make_operand(rng, k, n, lb);
         std::vector<float> c(static_cast<size_t>(m * n));
         const std::string what = std::string("A ") + la + " B " + lb;
-        f32_gemm(PackedA(m, k, a.ref, isa()), n, b.ref, c.data(), n, {}, nullptr);
+        f32_gemm(PackedA(m, k, a.ref, isa(), family()), n, b.ref, c.data(), n, {}, nullptr);
         expect_matches_reference(m, n, k, a.ref, b.ref, c.data(), n, {}, what + " packed");
-        f32_gemm(m, n, k, a.ref, b.ref, c.data(), n, {}, nullptr, isa());
+        f32_gemm(m, n, k, a.ref, b.ref, c.data(), n, {}, nullptr, isa(), family());
         expect_matches_reference(m, n, k, a.ref, b.ref, c.data(), n, {}, what + " unpacked");
         if (HasFatalFailure()) return;
       }
@@ -189,7 +198,7 @@ TEST_P(GemmIsaTest, LdcLargerThanNLeavesGapsUntouched) {
       GemmEpilogue ep{nullptr, res.data(), n + 5, Activation::leaky_relu(0.1f)};
       // Exactly the bytes C may touch, plus a guard after the last row.
       std::vector<float> c(static_cast<size_t>((m - 1) * ldc + n + 16), kSentinel);
-      f32_gemm(PackedA(m, k, a.ref, isa()), n, b.ref, c.data(), ldc, ep, nullptr);
+      f32_gemm(PackedA(m, k, a.ref, isa(), family()), n, b.ref, c.data(), ldc, ep, nullptr);
       expect_matches_reference(m, n, k, a.ref, b.ref, c.data(), ldc, ep, "ldc > n");
       for (int64_t i = 0; i < m; ++i) {
         const int64_t gap_end = i + 1 < m ? (i + 1) * ldc : static_cast<int64_t>(c.size());
@@ -222,7 +231,7 @@ TEST_P(GemmIsaTest, EpilogueVariants) {
   std::vector<float> bias = random_vector(rng, m), res = random_vector(rng, static_cast<size_t>(m * n));
   for (float& v : bias) v *= 8.0f;
   for (float& v : res) v *= 8.0f;
-  const PackedA pa(m, k, a.ref, isa());
+  const PackedA pa(m, k, a.ref, isa(), family());
   for (const auto& [name, act] : acts) {
     for (int with = 0; with < 4; ++with) {
       GemmEpilogue ep{(with & 1) ? bias.data() : nullptr, (with & 2) ? res.data() : nullptr, n, act};
@@ -245,7 +254,7 @@ TEST_P(GemmIsaTest, ResidualMayAliasC) {
     std::vector<float> bias = random_vector(rng, m);
     std::vector<float> c = random_vector(rng, static_cast<size_t>(m * n));
     const std::vector<float> res = c;
-    f32_gemm(PackedA(m, k, a.ref, isa()), n, b.ref, c.data(), n, {bias.data(), c.data(), n, Activation::relu()},
+    f32_gemm(PackedA(m, k, a.ref, isa(), family()), n, b.ref, c.data(), n, {bias.data(), c.data(), n, Activation::relu()},
              nullptr);
     expect_matches_reference(m, n, k, a.ref, b.ref, c.data(), n, {bias.data(), res.data(), n, Activation::relu()},
                              "aliased residual");
@@ -259,20 +268,20 @@ TEST_P(GemmIsaTest, DegenerateSizes) {
   std::vector<float> c(64, 3.0f);
   Operand a = make_operand(rng, 4, 4, 'r');
   Operand b = make_operand(rng, 4, 4, 'r');
-  f32_gemm(0, 4, 4, a.ref, b.ref, c.data(), 4, {}, nullptr, isa());
-  f32_gemm(4, 0, 4, a.ref, b.ref, c.data(), 4, {}, nullptr, isa());
-  f32_gemm(PackedA(0, 4, a.ref, isa()), 4, b.ref, c.data(), 4, {}, nullptr);
-  f32_gemm(PackedA(4, 4, a.ref, isa()), 0, b.ref, c.data(), 4, {}, nullptr);
+  f32_gemm(0, 4, 4, a.ref, b.ref, c.data(), 4, {}, nullptr, isa(), family());
+  f32_gemm(4, 0, 4, a.ref, b.ref, c.data(), 4, {}, nullptr, isa(), family());
+  f32_gemm(PackedA(0, 4, a.ref, isa(), family()), 4, b.ref, c.data(), 4, {}, nullptr);
+  f32_gemm(PackedA(4, 4, a.ref, isa(), family()), 0, b.ref, c.data(), 4, {}, nullptr);
   for (float v : c) ASSERT_EQ(v, 3.0f);
 
   const int64_t m = 9, n = 19;
   std::vector<float> bias = random_vector(rng, m), res = random_vector(rng, static_cast<size_t>(m * n));
   GemmEpilogue ep{bias.data(), res.data(), n, Activation::relu()};
   std::vector<float> out(static_cast<size_t>(m * n), 99.0f);
-  f32_gemm(m, n, 0, a.ref, b.ref, out.data(), n, ep, nullptr, isa());
+  f32_gemm(m, n, 0, a.ref, b.ref, out.data(), n, ep, nullptr, isa(), family());
   expect_matches_reference(m, n, 0, a.ref, b.ref, out.data(), n, ep, "k=0 unpacked");
   std::fill(out.begin(), out.end(), 99.0f);
-  f32_gemm(PackedA(m, 0, a.ref, isa()), n, b.ref, out.data(), n, ep, nullptr);
+  f32_gemm(PackedA(m, 0, a.ref, isa(), family()), n, b.ref, out.data(), n, ep, nullptr);
   expect_matches_reference(m, n, 0, a.ref, b.ref, out.data(), n, ep, "k=0 packed");
 }
 
@@ -290,13 +299,13 @@ TEST_P(GemmIsaTest, ThreadCountsGiveIdenticalResults) {
     Operand b = make_operand(rng, k, n, 'r');
     std::vector<float> bias = random_vector(rng, m), res = random_vector(rng, static_cast<size_t>(m * n));
     GemmEpilogue ep{bias.data(), res.data(), n, Activation::clip(0.0f, 6.0f)};
-    const PackedA pa(m, k, a.ref, isa());
+    const PackedA pa(m, k, a.ref, isa(), family());
     std::vector<float> c1(static_cast<size_t>(m * n)), c2(c1.size()), c3(c1.size()), c3u(c1.size());
     f32_gemm(pa, n, b.ref, c1.data(), n, ep, nullptr);
     expect_matches_reference(m, n, k, a.ref, b.ref, c1.data(), n, ep, "1 thread");
     f32_gemm(pa, n, b.ref, c2.data(), n, ep, &pool2);
     f32_gemm(pa, n, b.ref, c3.data(), n, ep, &pool3);
-    f32_gemm(m, n, k, a.ref, b.ref, c3u.data(), n, ep, &pool3, isa());
+    f32_gemm(m, n, k, a.ref, b.ref, c3u.data(), n, ep, &pool3, isa(), family());
     ASSERT_EQ(c1, c2) << "2 threads, m=" << m << " n=" << n << " k=" << k;
     ASSERT_EQ(c1, c3) << "3 threads, m=" << m << " n=" << n << " k=" << k;
     ASSERT_EQ(c1, c3u) << "3 threads unpacked A, m=" << m << " n=" << n << " k=" << k;
@@ -309,7 +318,7 @@ TEST_P(GemmIsaTest, PackedAIsShareableAcrossThreads) {
   const int64_t m = 40, n = 300, k = 280;
   Operand a = make_operand(rng, m, k, 'r');
   Operand b = make_operand(rng, k, n, 'r');
-  const PackedA pa(m, k, a.ref, isa());
+  const PackedA pa(m, k, a.ref, isa(), family());
   std::vector<float> want(static_cast<size_t>(m * n));
   f32_gemm(pa, n, b.ref, want.data(), n, {}, nullptr);
   std::vector<std::vector<float>> got(3, std::vector<float>(want.size()));
@@ -322,13 +331,20 @@ TEST_P(GemmIsaTest, PackedAIsShareableAcrossThreads) {
   for (const auto& g : got) ASSERT_EQ(g, want);
 }
 
-INSTANTIATE_TEST_SUITE_P(Gemm, GemmIsaTest, ::testing::Values(Isa::kScalar, Isa::kAvx2),
-                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Gemm, GemmIsaTest,
+                         ::testing::Values(GemmPath{Isa::kScalar, F32GemmKernels::kAvx2, "scalar"},
+                                           GemmPath{Isa::kAvx2, F32GemmKernels::kAvx2, "avx2"},
+                                           GemmPath{Isa::kAvx2, F32GemmKernels::kAvx512, "avx512"}),
+                         [](const ::testing::TestParamInfo<GemmPath>& info) { return std::string(info.param.name); });
 
 TEST(GemmTest, KernelNamesFollowTheShapeConvention) {
   EXPECT_EQ(gemm_kernel_name(Isa::kScalar), "f32_gemm_4x8__scalar");
   if (isa_supported(Isa::kAvx2)) {
-    EXPECT_EQ(gemm_kernel_name(Isa::kAvx2), "f32_gemm_6x16__avx2");
+    EXPECT_EQ(gemm_kernel_name(Isa::kAvx2),
+              avx512_enabled() ? "f32_gemm_16x16__avx512" : "f32_gemm_6x16__avx2");
+    std::vector<float> a(6 * 4, 1.0f);
+    EXPECT_STREQ(PackedA(6, 4, {a.data(), 4, 1}, Isa::kAvx2, F32GemmKernels::kAvx2).kernel_name(),
+                 "f32_gemm_6x16__avx2");
   }
 }
 

@@ -1,0 +1,142 @@
+// AVX-512 fp32 GEMM micro-kernels (compiled with -mavx512f -mavx512vl -mavx512bw; called only
+// when avx512_enabled()). Same packed B panels as AVX2 (16 columns, gemm_internal.h); A in 16-row
+// panels.
+//
+// 16x16: 16 zmm accumulators (one 16-column row each) + the B row in zmm16. Per k step one 64-byte
+// B load and 16 FMAs whose A operand is an embedded broadcast ({1to16}) of the packed A value:
+// one fused uop each, 8 cycles at two FMAs per cycle, and 16 independent chains cover the 4-cycle
+// FMA latency twice. The k loop is one asm block (accumulators pinned to zmm0-15, as in
+// qgemm_avx512vnni.cpp: GCC 12's allocation of the intrinsics spills them once the epilogue is
+// inlined); the tile is then stored to the stack and finished from there.
+// 16x8: the same on ymm (EVEX: ymm0-15 + ymm16) for a panel with at most 8 valid columns.
+//
+// Epilogue, per valid row: (+ C) (+ bias) (+ residual), the in-register activations with the
+// scalar definitions' operations (AVX2 kernel's VecAct, 16 lanes), masked stores for edge rows
+// and columns, so nothing outside C or the residual is touched; Sigmoid/Silu run on the stored
+// rows through apply_activation, as in the AVX2 kernel.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "engine/kernels/gemm_internal.h"
+
+namespace xnn::kernels::internal {
+namespace {
+
+// Per accumulator row I (the assembler evaluates I*4): zero it, one FMA with row I's A value.
+#define XNN_ZERO(R, I) "vpxord %%" R #I ", %%" R #I ", %%" R #I "\n\t"
+#define XNN_FMA(R, B, I) "vfmadd231ps " #I "*4(%[a])" B ", %%" R "16, %%" R #I "\n\t"
+#define XNN_STORE(R, W, I) "vmovups %%" R #I ", " #I "*" #W "(%[t])\n\t"
+#define XNN_ROWS(OP, ...)                                                                                        \
+  OP(__VA_ARGS__, 0) OP(__VA_ARGS__, 1) OP(__VA_ARGS__, 2) OP(__VA_ARGS__, 3) OP(__VA_ARGS__, 4) OP(__VA_ARGS__, 5) \
+  OP(__VA_ARGS__, 6) OP(__VA_ARGS__, 7) OP(__VA_ARGS__, 8) OP(__VA_ARGS__, 9) OP(__VA_ARGS__, 10)                 \
+  OP(__VA_ARGS__, 11) OP(__VA_ARGS__, 12) OP(__VA_ARGS__, 13) OP(__VA_ARGS__, 14) OP(__VA_ARGS__, 15)
+#define XNN_VREGS                                                                                                \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", \
+      "xmm14", "xmm15", "xmm16"
+
+// tile[16][16] = A panel (kc × 16, k-major) · B (kc rows of 16, b_stride floats apart).
+inline void k_loop_16x16(size_t kc, const float* a, const float* b, int64_t b_bytes, float* tile) {
+  asm volatile(XNN_ROWS(XNN_ZERO, "zmm")
+               "test %[k], %[k]\n\t"
+               "jz 2f\n\t"
+               "1:\n\t"
+               "vmovups (%[b]), %%zmm16\n\t"
+               XNN_ROWS(XNN_FMA, "zmm", "%{1to16%}")
+               "add $64, %[a]\n\t"
+               "add %[bs], %[b]\n\t"
+               "dec %[k]\n\t"
+               "jnz 1b\n\t"
+               "2:\n\t"
+               XNN_ROWS(XNN_STORE, "zmm", 64)
+               : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kc)
+               : [bs] "r"(b_bytes), [t] "r"(tile)
+               : "cc", "memory", XNN_VREGS);
+}
+
+// tile[16][8]: the first 8 columns of each B row.
+inline void k_loop_16x8(size_t kc, const float* a, const float* b, int64_t b_bytes, float* tile) {
+  asm volatile(XNN_ROWS(XNN_ZERO, "ymm")
+               "test %[k], %[k]\n\t"
+               "jz 2f\n\t"
+               "1:\n\t"
+               "vmovups (%[b]), %%ymm16\n\t"
+               XNN_ROWS(XNN_FMA, "ymm", "%{1to8%}")
+               "add $64, %[a]\n\t"
+               "add %[bs], %[b]\n\t"
+               "dec %[k]\n\t"
+               "jnz 1b\n\t"
+               "2:\n\t"
+               XNN_ROWS(XNN_STORE, "ymm", 32)
+               : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kc)
+               : [bs] "r"(b_bytes), [t] "r"(tile)
+               : "cc", "memory", XNN_VREGS);
+}
+#undef XNN_ZERO
+#undef XNN_FMA
+#undef XNN_STORE
+#undef XNN_ROWS
+#undef XNN_VREGS
+
+// In-register activations, operand for operand as apply_activation_scalar (and the AVX2 kernel's
+// VecAct): max/min return their second operand when either is NaN.
+struct VecAct16 {
+  ActKind kind;
+  __m512 alpha, beta;
+  explicit VecAct16(const Activation* act)
+      : kind(act ? act->kind : ActKind::kNone), alpha(_mm512_set1_ps(act ? act->alpha : 0.0f)),
+        beta(_mm512_set1_ps(act ? act->beta : 0.0f)) {}
+  bool in_register() const { return kind != ActKind::kSigmoid && kind != ActKind::kSilu; }
+  static __m512 unit_clamp(__m512 t) { return _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(_mm512_setzero_ps(), t)); }
+  __m512 operator()(__m512 x) const {
+    switch (kind) {
+      case ActKind::kRelu: return _mm512_max_ps(x, _mm512_setzero_ps());
+      case ActKind::kClip: return _mm512_min_ps(beta, _mm512_max_ps(alpha, x));
+      case ActKind::kLeakyRelu: {
+        const __mmask16 ge = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
+        return _mm512_mask_blend_ps(ge, _mm512_mul_ps(x, alpha), x);
+      }
+      case ActKind::kHardSwish:  // divide (not multiply by 1/6), as the scalar definition
+        return _mm512_mul_ps(x, unit_clamp(_mm512_add_ps(_mm512_div_ps(x, _mm512_set1_ps(6.0f)), _mm512_set1_ps(0.5f))));
+      case ActKind::kHardSigmoid: return unit_clamp(_mm512_add_ps(_mm512_mul_ps(alpha, x), beta));
+      default: return x;
+    }
+  }
+};
+
+// Finishes rows [0, mr) of a stack tile (row i at tile + i·ldt) into C, nr <= 16 valid columns.
+inline void finish(const float* tile, int64_t ldt, size_t mr, size_t nr, float* c, int64_t ldc, bool accumulate,
+                   const GemmTileEpilogue& ep) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << nr) - 1);
+  const VecAct16 act(ep.act);
+  const bool in_reg_act = ep.act && act.kind != ActKind::kNone && act.in_register();
+  for (size_t i = 0; i < mr; ++i) {
+    float* crow = c + static_cast<int64_t>(i) * ldc;
+    __m512 x = _mm512_maskz_loadu_ps(mask, tile + static_cast<int64_t>(i) * ldt);
+    if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, crow));
+    if (ep.bias) x = _mm512_add_ps(x, _mm512_set1_ps(ep.bias[i]));
+    if (ep.residual) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, ep.residual + static_cast<int64_t>(i) * ep.ldr));
+    if (in_reg_act) x = act(x);
+    _mm512_mask_storeu_ps(crow, mask, x);
+  }
+  if (ep.act && !act.in_register()) {
+    for (size_t i = 0; i < mr; ++i)
+      apply_activation(c + static_cast<int64_t>(i) * ldc, static_cast<int64_t>(nr), *ep.act, Isa::kAvx2);
+  }
+}
+
+}  // namespace
+
+XNN_GEMM_UKERNEL(f32_gemm_16x16__avx512) {
+  alignas(64) float tile[16 * 16];
+  k_loop_16x16(kc, a, b, b_stride * static_cast<int64_t>(sizeof(float)), tile);
+  finish(tile, 16, mr, nr, c, ldc, accumulate, ep);
+}
+
+XNN_GEMM_UKERNEL(f32_gemm_16x8__avx512) {
+  alignas(64) float tile[16 * 8];
+  k_loop_16x8(kc, a, b, b_stride * static_cast<int64_t>(sizeof(float)), tile);
+  finish(tile, 8, mr, nr, c, ldc, accumulate, ep);
+}
+
+}  // namespace xnn::kernels::internal
