@@ -32,6 +32,7 @@ CpuFeatures detect() {
     const bool avx512vl = b & (1u << 31), avx512bw = b & (1u << 30), avx512vnni = c & (1u << 11);
     f.avx512 = f.avx2 && zmm_enabled && f.avx512f && avx512vl && avx512bw;
     f.avx512_vnni = f.avx512 && avx512vnni;
+    f.avx512_vbmi = f.avx512 && (c & (1u << 1));
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = ymm_enabled && (a & (1u << 4));
   if (!ymm_enabled) f.fma = false;

@@ -21,6 +21,8 @@ struct CpuFeatures {
   bool avx512_vnni = false;  // EVEX vpdpbusd: AVX512-VNNI with avx512 (Cascade Lake, Ice Lake,
                              // Sapphire Rapids, Zen 4); on ymm the same operation as avx_vnni, on
                              // zmm twice as wide
+  bool avx512_vbmi = false;  // VPERMB (byte permutes across a register): Ice Lake, Zen 4; not
+                             // Cascade Lake
 };
 
 // What this CPU (and OS: XSAVE state for YMM) supports. Read once.

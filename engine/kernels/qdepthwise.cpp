@@ -76,6 +76,22 @@ int32_t weight_pair(int lo, int hi) {
                               (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
 }
 
+// Per kernel row: ceil(k / 4) int32 of 4 int8 taps (little-endian: tap 4q in the low byte), 0
+// past the row's end.
+void make_weight_quads(const int8_t* w, int64_t k, int32_t* quads) {
+  const int64_t q_count = (k + 3) / 4;
+  for (int64_t kh = 0; kh < k; ++kh) {
+    for (int64_t q = 0; q < q_count; ++q) {
+      uint32_t v = 0;
+      for (int64_t j = 0; j < 4; ++j) {
+        const int64_t kw = 4 * q + j;
+        if (kw < k) v |= static_cast<uint32_t>(static_cast<uint8_t>(w[kh * k + kw])) << (8 * j);
+      }
+      quads[kh * q_count + q] = static_cast<int32_t>(v);
+    }
+  }
+}
+
 // Per kernel row: pairs (w[2t], w[2t+1]) for t < (k+1)/2, then (w[2t−1], w[2t]); w outside the
 // row is 0. Writes 2·k·((k + 1) / 2) values.
 void make_weight_pairs(const int8_t* w, int64_t k, int32_t* pairs) {
@@ -98,10 +114,13 @@ bool qs8_dwconv_supported(int64_t kernel, int64_t stride, int64_t dilation) {
   return (kernel == 3 || kernel == 5 || kernel == 7) && (stride == 1 || stride == 2) && dilation == 1;
 }
 
+bool qs8_dwconv_vnni_enabled() { return vnni512_enabled() && cpu_features().avx512_vbmi; }
+
 std::string qs8_dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
   const std::string k = std::to_string(kernel);
   const bool avx2 = isa == Isa::kAvx2 && isa_supported(Isa::kAvx2);
-  return "qs8_dwconv" + k + "x" + k + "s" + std::to_string(stride) + (avx2 ? "__avx2" : "__scalar");
+  const char* suffix = !avx2 ? "__scalar" : qs8_dwconv_vnni_enabled() ? "__avx512vnni" : "__avx2";
+  return "qs8_dwconv" + k + "x" + k + "s" + std::to_string(stride) + suffix;
 }
 
 namespace internal {
@@ -128,6 +147,7 @@ void qs8_dwconv(const DepthwiseParams& p, const uint8_t* input, uint8_t x_zero_p
   check_params(p, rq, bias, "qs8_dwconv");
   if (p.channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
   const bool avx2 = isa == Isa::kAvx2 && isa_supported(Isa::kAvx2);
+  const bool vnni = avx2 && qs8_dwconv_vnni_enabled();
   const int64_t k = p.kernel, s = p.stride;
 
   // Tasks: channels, and blocks of rows when there are too few channels to keep every thread
@@ -157,7 +177,12 @@ void qs8_dwconv(const DepthwiseParams& p, const uint8_t* input, uint8_t x_zero_p
       return;
     }
     int32_t pairs[7 * 2 * 4];  // the largest kernel's k · 2 · (k + 1) / 2
-    make_weight_pairs(w, k, pairs);
+    int32_t quads[7 * 2];      // and k · (k + 3) / 4
+    if (vnni) {
+      make_weight_quads(w, k, quads);
+    } else {
+      make_weight_pairs(w, k, pairs);
+    }
     int32_t wsum = 0;
     for (int64_t i = 0; i < k * k; ++i) wsum += w[i];
     internal::QDwRows a;
@@ -165,6 +190,7 @@ void qs8_dwconv(const DepthwiseParams& p, const uint8_t* input, uint8_t x_zero_p
     a.stride = s;
     a.in_stride = width;
     a.weight_pairs = pairs;
+    a.weight_quads = quads;
     a.init = b - int32_t{x_zero_point} * wsum;  // in range: checked against the bias limit
     a.multiplier = rq.multiplier[c];
     a.lower = lower;
@@ -185,7 +211,11 @@ void qs8_dwconv(const DepthwiseParams& p, const uint8_t* input, uint8_t x_zero_p
       built = need;
       a.in = buf + first * width;
       a.out = output + c * out_plane + oh * p.out_w;
-      internal::qs8_dwconv_rows__avx2(a);
+      if (vnni) {
+        internal::qs8_dwconv_rows__avx512vnni(a);
+      } else {
+        internal::qs8_dwconv_rows__avx2(a);
+      }
     }
   });
 }

@@ -26,7 +26,9 @@
 //     outputs x..x+7 directly.
 // Each padded row feeds every output row of a group of R rows that uses it (as fp32). The
 // requantisation runs on the accumulators; the last partial vector of a row is computed from
-// the padded buffer in full and only its valid bytes are stored.
+// the padded buffer in full and only its valid bytes are stored. On CPUs with AVX512-VNNI and
+// VBMI the row kernels are qs8_dwconv*__avx512vnni instead: 16 outputs per zmm, each lane's 4
+// taps gathered by one byte permute and multiplied by one vpdpbusd (qdepthwise_avx512vnni.cpp).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -52,7 +54,10 @@ void qs8_dwconv(const DepthwiseParams& p, const uint8_t* input, uint8_t x_zero_p
 void qs8_dwconv_reference(const DepthwiseParams& p, const uint8_t* input, uint8_t x_zero_point, const int8_t* weights,
                           const int32_t* bias, const QRequant& rq, uint8_t* output);
 
-// "qs8_dwconv3x3s1__avx2", "qs8_dwconv5x5s2__scalar", ...
+// Whether Isa::kAvx2 runs the VNNI row kernels here: vnni512_enabled() and AVX512-VBMI.
+bool qs8_dwconv_vnni_enabled();
+
+// "qs8_dwconv3x3s1__avx512vnni", "qs8_dwconv3x3s1__avx2", "qs8_dwconv5x5s2__scalar", ...
 std::string qs8_dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa);
 
 namespace internal {
@@ -65,6 +70,9 @@ struct QDwRows {
   // Per kernel row kh, (kernel + 1) / 2 weight pairs (low int16 = first tap) for the even /
   // direct outputs, then as many for the odd outputs of stride 1 (see the header comment).
   const int32_t* weight_pairs = nullptr;
+  // For the VNNI kernel: per kernel row kh, (kernel + 3) / 4 int32 of 4 int8 taps each (taps
+  // 4q..4q+3 of the row, 0 past its end).
+  const int32_t* weight_quads = nullptr;
   int32_t init = 0;  // bias − x_zp·Σw
   float multiplier = 1, lower = 0, upper = 255;  // requant_lower / requant_upper
   int32_t zero_point = 0;
@@ -82,6 +90,9 @@ int64_t qs8_dwconv_padded_width(int64_t out_w, int64_t kernel, int64_t stride);
 // AVX2 (qdepthwise_avx2.cpp): the row kernels, and the padded rows (`width` bytes apart) of
 // input rows [ih, ih + count) of one in_h × in_w plane.
 void qs8_dwconv_rows__avx2(const QDwRows& r);
+// AVX512-VNNI + VBMI (qdepthwise_avx512vnni.cpp; only when qs8_dwconv_vnni_enabled()): the same
+// rows from the same padded buffer, 16 outputs per vpdpbusd.
+void qs8_dwconv_rows__avx512vnni(const QDwRows& r);
 void qs8_dwconv_pad_rows__avx2(const uint8_t* plane, int64_t in_h, int64_t in_w, int64_t pad_l, uint8_t x_zero_point,
                                int64_t ih, int64_t count, int64_t width, uint8_t* dst);
 

@@ -13,36 +13,17 @@
 //      vpdpbusd, twice the work per instruction of the 6x16 ymm kernel. 8x16 serves weight
 //      matrices whose row count 16-row panels would pad by much more (e.g. 24 rows).
 //   16x8c4 / 8x8c4: the same panels on ymm for an X panel with at most 8 valid columns.
-// The zmm epilogue requantises 16 int32 with the float operations of requantize() and narrows
-// with saturation (vpmovsdw, paddsw, vpmaxsw, vpmovuswb: the same bytes as the ymm pack chain in
-// qgemm_avx2_epilogue.h), then stores through a byte mask, so edge tiles write nothing outside Y.
+// The zmm epilogue (requant_avx512.h) requantises 16 int32 with the float operations of
+// requantize() and narrows with saturation to the same bytes as the ymm epilogue, then stores
+// through a byte mask, so edge tiles write nothing outside Y.
 #include "engine/kernels/qgemm_vnni_c4.h"
+#include "engine/kernels/requant_avx512.h"
 
 namespace xnn::kernels::internal {
 namespace {
 struct DpbusdEvex {
   __m256i operator()(__m256i acc, __m256i x, __m256i w) const { return _mm256_dpbusd_epi32(acc, x, w); }
 };
-
-// Requantises 16 int32 lanes of one row and stores the first nr bytes.
-//   v = min(acc · multiplier, upper) in float, r = round-half-even(v)   (as store_row: the lower
-//   clamp is applied to the bytes, where v < lower gives r + zp <= qmin)
-//   s = saturate16(r) + zp (saturating), b = min(max(s, qmin), 255) as bytes.
-// store_row's chain, packssdw → paddsw → packuswb → max qmin, gives clamp(sat16(r) +sat zp, 0, 255)
-// then max qmin = clamp(·, qmin, 255) since 0 <= qmin <= 255: the same bytes.
-inline void store_row_zmm(__m512i acc, float multiplier, const QTileParams& p, size_t nr, uint8_t* row) {
-  const __m512 v = _mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(multiplier)),
-                                 _mm512_set1_ps(p.upper));
-  __m256i s = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(v));
-  s = _mm256_adds_epi16(s, _mm256_set1_epi16(static_cast<int16_t>(p.zero_point)));
-  s = _mm256_max_epi16(s, _mm256_set1_epi16(static_cast<int16_t>(p.qmin)));
-  const __m128i b = _mm256_cvtusepi16_epi8(s);  // s >= qmin >= 0: unsigned saturation = min(s, 255)
-  if (nr == 16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(row), b);
-  } else {
-    _mm_mask_storeu_epi8(row, static_cast<__mmask16>((1u << nr) - 1), b);
-  }
-}
 
 // The k loop of a 16- or 8-row tile as one asm block over a 64-byte aligned tile of int32
 // accumulators: loaded into zmm0-15 (zmm0-7), one 64-byte X load (zmm16) and one vpdpbusd per row
@@ -110,7 +91,10 @@ inline void qgemm_16c4_zmm(size_t mr, size_t nr, size_t groups, const int8_t* w,
     }
   }
   unroll<MR>([&](auto i) {
-    if (static_cast<size_t>(i) < mr) store_row_zmm(acc[i], p.multiplier[i], p, nr, y + i * ldy);
+    if (static_cast<size_t>(i) < mr) {
+      const avx512::Requant16 rq(p.multiplier[i], p.upper, p.zero_point, p.qmin);
+      avx512::store_bytes16(y + i * ldy, rq(acc[i]), static_cast<int64_t>(nr));
+    }
   });
 }
 }  // namespace

@@ -190,7 +190,8 @@ INSTANTIATE_TEST_SUITE_P(QDepthwise, QDepthwiseIsa, ::testing::Values(Isa::kScal
 TEST(QDepthwise, KernelNamesAndSupport) {
   EXPECT_EQ(qs8_dwconv_kernel_name(3, 1, Isa::kScalar), "qs8_dwconv3x3s1__scalar");
   if (isa_supported(Isa::kAvx2)) {
-    EXPECT_EQ(qs8_dwconv_kernel_name(5, 2, Isa::kAvx2), "qs8_dwconv5x5s2__avx2");
+    EXPECT_EQ(qs8_dwconv_kernel_name(5, 2, Isa::kAvx2),
+              qs8_dwconv_vnni_enabled() ? "qs8_dwconv5x5s2__avx512vnni" : "qs8_dwconv5x5s2__avx2");
   }
   EXPECT_TRUE(qs8_dwconv_supported(5, 2, 1));
   EXPECT_TRUE(qs8_dwconv_supported(7, 1, 1));
