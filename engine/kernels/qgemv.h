@@ -7,7 +7,8 @@
 // activations centred on their zero point per call (|x| <= 255). Exact in int32 when
 // |init| + 128·255·K < 2^31 (qs8_gemm_max_depth gives the bound). Plain C++ for the baseline
 // ISA: the compiler widens the weights to int16 and multiplies with pmaddwd, 8 products per
-// instruction. Rows are split over the pool.
+// instruction; with AVX-512 (avx512_enabled()) 32 per instruction, four rows per activation load
+// (qgemv_avx512.cpp). Rows are split over the pool.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,6 +21,13 @@ namespace xnn::kernels {
 void qs8_gemv(int64_t n, int64_t k, const int8_t* w, int64_t ldw, const int16_t* x, const int32_t* init, int32_t* acc,
               ThreadPool* pool);
 
-inline std::string qs8_gemv_kernel_name() { return "qs8_gemv__scalar"; }
+// "qs8_gemv__avx512" or "qs8_gemv__scalar".
+std::string qs8_gemv_kernel_name();
+
+namespace internal {
+// Rows [j0, j1) with AVX-512BW (call only when avx512_enabled()).
+void qs8_gemv_rows__avx512(int64_t j0, int64_t j1, int64_t k, const int8_t* w, int64_t ldw, const int16_t* x,
+                           const int32_t* init, int32_t* acc);
+}  // namespace internal
 
 }  // namespace xnn::kernels
