@@ -84,12 +84,15 @@ void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64
     row_blocks = std::clamp<int64_t>((4 * threads + col_blocks - 1) / col_blocks, 1, std::max<int64_t>(1, rows / 8));
   }
   const int64_t rows_per_block = (rows + row_blocks - 1) / row_blocks;
+  const bool avx512 = isa == Isa::kAvx2 && avx512_enabled();
   parallel_for(pool, col_blocks * row_blocks, [&](int64_t t) {
     const int64_t cb = t / row_blocks, rb = t % row_blocks;
     const int64_t c0 = cb * col_block, c1 = std::min(n, c0 + col_block);
     const int64_t r0 = rb * rows_per_block, r1 = std::min(rows, r0 + rows_per_block);
     if (r0 >= r1) return;
-    if (isa == Isa::kAvx2) {
+    if (avx512) {
+      f32_spmm_block__avx512(w, r0, r1, c0, c1, x, y, ldy, ep);
+    } else if (isa == Isa::kAvx2) {
       f32_spmm_block__avx2(w, r0, r1, c0, c1, x, y, ldy, ep);
     } else {
       f32_spmm_block__scalar(w, r0, r1, c0, c1, x, y, ldy, ep);
@@ -97,7 +100,10 @@ void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64
   });
 }
 
-std::string spmm_kernel_name(Isa isa) { return isa == Isa::kAvx2 ? "f32_spmm_32x1__avx2" : "f32_spmm_8x1__scalar"; }
+std::string spmm_kernel_name(Isa isa) {
+  if (isa != Isa::kAvx2) return "f32_spmm_8x1__scalar";
+  return avx512_enabled() ? "f32_spmm_64x1__avx512" : "f32_spmm_32x1__avx2";
+}
 
 void f32_spmv_rows__scalar(const SparseWeights& w, int64_t r0, int64_t r1, const float* x, float* y) {
   const float* values = w.values();

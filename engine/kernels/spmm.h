@@ -68,7 +68,8 @@ struct SpmmEpilogue {
 // Y (row stride ldy) = epilogue(W · X) for the first n columns of X (row stride w.x_stride()).
 void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
               ThreadPool* pool, Isa isa);
-std::string spmm_kernel_name(Isa isa);  // "f32_spmm_32x1__avx2", "f32_spmm_8x1__scalar"
+// "f32_spmm_64x1__avx512" (Isa::kAvx2 where avx512_enabled()), "f32_spmm_32x1__avx2", "f32_spmm_8x1__scalar"
+std::string spmm_kernel_name(Isa isa);
 
 // y[r] = act(W[r,:]·x + bias[r]); x has w.cols() elements (x_stride is not used).
 void f32_spmv(const SparseWeights& w, const float* x, const float* bias, const Activation& act, float* y,
@@ -80,6 +81,8 @@ void f32_spmm_block__scalar(const SparseWeights& w, int64_t r0, int64_t r1, int6
                             float* y, int64_t ldy, const SpmmEpilogue& ep);
 void f32_spmm_block__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
                           float* y, int64_t ldy, const SpmmEpilogue& ep);
+void f32_spmm_block__avx512(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
+                            float* y, int64_t ldy, const SpmmEpilogue& ep);
 // Rows [r0, r1) of W · x, no epilogue.
 void f32_spmv_rows__scalar(const SparseWeights& w, int64_t r0, int64_t r1, const float* x, float* y);
 void f32_spmv_rows__avx2(const SparseWeights& w, int64_t r0, int64_t r1, const float* x, float* y);

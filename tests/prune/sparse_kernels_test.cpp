@@ -74,6 +74,13 @@ void check_spmm(const SpmmCase& c, std::mt19937& rng, const std::string& what) {
       EXPECT_LT(rel_error(y, want), 1e-5) << what << " isa " << isa_name(isa) << " threads " << threads;
     }
   }
+  // The AVX-512 kernel does each output column's arithmetic as the AVX2 one: the same floats.
+  if (avx512_enabled()) {
+    std::vector<float> y2(static_cast<size_t>(c.rows * c.n), 0.0f), y5(y2.size(), 1.0f);
+    f32_spmm_block__avx2(sw, 0, c.rows, 0, c.n, x.data(), y2.data(), c.n, ep);
+    f32_spmm_block__avx512(sw, 0, c.rows, 0, c.n, x.data(), y5.data(), c.n, ep);
+    EXPECT_EQ(y2, y5) << what << ": avx2 vs avx512 blocks";
+  }
 }
 
 TEST(SparseWeights, CsrLayout) {
@@ -260,7 +267,7 @@ TEST(SpmvSliced, RandomShapesMatchDenseReferenceAndPathsAreBitExact) {
 }
 
 TEST(Spmm, KernelNames) {
-  EXPECT_EQ(spmm_kernel_name(Isa::kAvx2), "f32_spmm_32x1__avx2");
+  EXPECT_EQ(spmm_kernel_name(Isa::kAvx2), avx512_enabled() ? "f32_spmm_64x1__avx512" : "f32_spmm_32x1__avx2");
   EXPECT_EQ(spmm_kernel_name(Isa::kScalar), "f32_spmm_8x1__scalar");
   EXPECT_EQ(spmv_kernel_name(Isa::kAvx2), "f32_spmv_8x1__avx2");
   EXPECT_EQ(spmv_sliced_kernel_name(kSlices16x32),
