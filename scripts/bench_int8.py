@@ -4,7 +4,7 @@
     /usr/bin/python3 scripts/bench_int8.py --xnn-lab BUILD/harness/cli/xnn-lab \\
         [--fixtures DIR] [--models resnet18,mobilenet_v2] [--out DIR] [--threads 1] \\
         [--rounds 6] [--runs 15] [--warmup 3] [--calib-samples 8] [--eval-samples 4] [--method minmax] \\
-        [--quantize-args "--exclude NODE ..."]
+        [--quantize-args "--exclude NODE ..."] [--trained DIR]
 
 A benchmark, not a test: it times, prints and writes OUT/bench_int8.json; it fails only when a
 step fails. The issue's targets (ResNet-18 and MobileNetV2, 1x3x224x224, 1 thread): INT8
@@ -26,6 +26,12 @@ For every model NAME:
      drift of the machine (other load, frequency) hits both alike. Reported: the median of the
      per-round medians of each, and the INT8/FP32 ratio as the median of the per-round ratios
      (the ratio of the overall medians is printed beside it).
+  With --trained DIR (scripts/train_torchvision_fmnist.py: torchvision models trained on
+  Fashion-MNIST at 1x3x224x224) those models are measured too, calibrated on their own first
+  --calib-samples training images and compared on their first --eval-samples test images, with
+  top-1 against the labels. A random-weight MobileNetV2 is chaotic (compress/quantize/README.md):
+  40 dB of input noise alone moves its output to cosine 0.991, so the cosine target is judged on
+  the trained one.
   4. Agreement: --eval-samples inputs (the fixture's NAME.input.npy, then seeded standard-normal
      images different from the calibration ones) through `xnn-lab infer` with both models;
      cosine similarity of the flattened outputs (min and mean over inputs) and top-1 agreement.
@@ -67,9 +73,9 @@ def normal_images(seed, n):
     return np.random.default_rng(seed).standard_normal((n, 3, 224, 224), dtype=np.float32)
 
 
-def quantize(xnn_lab, fp32, int8, work, args):
+def quantize(xnn_lab, fp32, int8, work, args, calib_images=None):
     calib = os.path.join(work, "calib.npy")
-    np.save(calib, normal_images(1000, args.calib_samples))
+    np.save(calib, normal_images(1000, args.calib_samples) if calib_images is None else calib_images)
     out = run([xnn_lab, "quantize", fp32, "-o", int8, "--calib-npy", calib, "--calib-samples", str(args.calib_samples),
                "--method", args.method, "--eval-limit", "-1", "--json"] + args.quantize_args.split())
     return json.loads(out.strip().splitlines()[-1])
@@ -111,20 +117,29 @@ def main():
     p.add_argument("--eval-samples", type=int, default=4)
     p.add_argument("--method", default="minmax", help="calibration method (xnn-lab quantize --method)")
     p.add_argument("--quantize-args", default="", help="more `xnn-lab quantize` options, e.g. '--sqnr-target 17'")
+    p.add_argument("--trained", default="", help="folder of scripts/train_torchvision_fmnist.py (trained models)")
     args = p.parse_args()
 
     xnn_lab = os.path.abspath(args.xnn_lab)
     models = [m for m in args.models.split(",") if m]
     os.makedirs(args.out, exist_ok=True)
     ensure_fixtures(args.fixtures, models)
+    cases = [(name, os.path.join(args.fixtures, name + ".onnx"), None) for name in models]
+    if args.trained:
+        with open(os.path.join(args.trained, "trained_manifest.json")) as f:
+            cases += [(name, os.path.join(args.trained, e["onnx"]), e) for name, e in sorted(json.load(f).items())]
     results = []
-    for name in models:
-        fp32 = os.path.join(args.fixtures, name + ".onnx")
+    for name, fp32, entry in cases:
         int8 = os.path.join(args.out, name + ".int8.xnn")
+        calib_images = eval_x = eval_y = None
+        if entry:
+            calib_images = np.ascontiguousarray(np.load(os.path.join(args.trained, entry["calib"]))[:args.calib_samples])
+            eval_x = np.load(os.path.join(args.trained, entry["eval"]), mmap_mode="r")[:args.eval_samples]
+            eval_y = np.load(os.path.join(args.trained, entry["labels"]))[:args.eval_samples]
         with tempfile.TemporaryDirectory(prefix="bench_int8_") as work:
-            print("== %s: quantising (%d synthetic calibration images, %s)" % (name, args.calib_samples, args.method),
-                  flush=True)
-            q = quantize(xnn_lab, fp32, int8, work, args)
+            print("== %s: quantising (%d %s calibration images, %s)" % (
+                name, args.calib_samples, "training" if entry else "synthetic", args.method), flush=True)
+            q = quantize(xnn_lab, fp32, int8, work, args, calib_images)
 
             fp32_ms, int8_ms, ratios = [], [], []
             for r in range(args.rounds):
@@ -136,15 +151,21 @@ def main():
                 print("   round %d: fp32 %.2f ms  int8 %.2f ms  ratio %.3f" % (r + 1, got["fp32"], got["int8"], ratios[-1]),
                       flush=True)
 
-            fixture_input = np.load(os.path.join(args.fixtures, name + ".input.npy")).astype(np.float32)
-            extra = normal_images(2000, max(args.eval_samples - 1, 0))
-            inputs = [fixture_input] + [extra[i:i + 1] for i in range(extra.shape[0])]
-            cosines, top1_same = [], 0
+            if entry:
+                inputs = [np.ascontiguousarray(eval_x[i:i + 1]) for i in range(eval_x.shape[0])]
+            else:
+                fixture_input = np.load(os.path.join(args.fixtures, name + ".input.npy")).astype(np.float32)
+                extra = normal_images(2000, max(args.eval_samples - 1, 0))
+                inputs = [fixture_input] + [extra[i:i + 1] for i in range(extra.shape[0])]
+            cosines, top1_same, hits = [], 0, [0, 0]
             for i, x in enumerate(inputs):
                 a = infer(xnn_lab, fp32, x, work, "fp32_%d" % i)
                 b = infer(xnn_lab, int8, x, work, "int8_%d" % i)
                 cosines.append(cosine(a, b))
                 top1_same += int(np.argmax(a) == np.argmax(b))
+                if entry:
+                    hits[0] += int(np.argmax(a) == eval_y[i])
+                    hits[1] += int(np.argmax(b) == eval_y[i])
 
         res = {
             "model": name,
@@ -158,10 +179,15 @@ def main():
             "cosine_min": min(cosines),
             "cosine_mean": statistics.fmean(cosines),
             "top1_agreement": "%d/%d" % (top1_same, len(inputs)),
-            "calibration": "%d synthetic standard-normal images, %s" % (args.calib_samples, args.method),
+            "calibration": "%d %s, %s" % (args.calib_samples, "training images" if entry else
+                                          "synthetic standard-normal images", args.method),
             "quantize_report": {k: q.get(k) for k in ("weights", "int8_nodes", "fp32_nodes", "quantize_nodes",
                                                       "dequantize_nodes", "fused_activations", "fp32_layers")},
         }
+        if entry:
+            res["fp32_top1"] = 100.0 * hits[0] / len(inputs)
+            res["int8_top1"] = 100.0 * hits[1] / len(inputs)
+            res["top1_images"] = len(inputs)
         results.append(res)
 
     print("\nmodel          fp32 ms   int8 ms   int8/fp32 (rounds | medians)  target <= %.2f   cosine min/mean    target >= %.2f  top-1"
@@ -171,6 +197,9 @@ def main():
             r["model"], r["fp32_median_ms"], r["int8_median_ms"], r["ratio_median_of_rounds"], r["ratio_of_medians"],
             "met" if r["ratio_median_of_rounds"] <= RATIO_TARGET else "MISSED", r["cosine_min"], r["cosine_mean"],
             "met" if r["cosine_min"] >= COSINE_TARGET else "MISSED", r["top1_agreement"]))
+        if "int8_top1" in r:
+            print("%-13s top-1 on %d labelled test images: fp32 %.2f%%, int8 %.2f%%" % (
+                "", r["top1_images"], r["fp32_top1"], r["int8_top1"]))
     path = os.path.join(args.out, "bench_int8.json")
     with open(path, "w") as f:
         json.dump(results, f, indent=2)

@@ -4,7 +4,7 @@
     python3 -m venv /tmp/ort-venv && /tmp/ort-venv/bin/pip install onnxruntime onnx numpy   # once
     /tmp/ort-venv/bin/python scripts/bench_int8_vs_ort.py --xnn-lab build/harness/cli/xnn-lab \\
         [--models resnet18,mobilenet_v2] [--fmnist-model configs/models/fmnist_cnn.onnx] \\
-        [--threads 1] [--rounds 5] [--runs 15] [--calib-samples 8] [--method minmax]
+        [--trained DIR] [--threads 1] [--rounds 5] [--runs 15] [--calib-samples 8] [--method minmax]
 
 A benchmark, not a test (ONNX Runtime is not a project dependency). Issue 8's target: with the
 same calibration data, our accuracy at least as good as ONNX Runtime's and our INT8 latency lower.
@@ -21,6 +21,11 @@ fuses the QDQ groups into its int8 kernels), after its own quant_pre_process.
     engine's FP32 output over --eval-samples inputs, and top-1 agreement.
   * the Fashion-MNIST CNN: the first 100 training images calibrate both; top-1 on the 10,000 test
     images (ours with `xnn-lab eval`, ONNX Runtime's in this process).
+  * --trained DIR: the trained torchvision models of scripts/train_torchvision_fmnist.py (DIR/
+    trained_manifest.json; Fashion-MNIST at 1x3x224x224): their first --calib-samples calibration
+    images calibrate both; cosine to each engine's FP32 output and top-1 against the labels on the
+    first --eval-samples evaluation images. (A random-weight MobileNetV2 is chaotic: any 8-bit
+    scheme leaves it near cosine 0.975, ONNX Runtime's too; see compress/quantize/README.md.)
 
 Latency: --rounds rounds; in each the four models (ours FP32/INT8 via `xnn-lab bench --json`, ONNX
 Runtime FP32/INT8 in-process with intra_op_num_threads = --threads) run in a rotating order, so
@@ -173,6 +178,7 @@ def main():
     p.add_argument("--models", default="resnet18,mobilenet_v2", help="torchvision fixtures ('' for none)")
     p.add_argument("--fmnist-model", default=os.path.join(REPO, "configs", "models", "fmnist_cnn.onnx"),
                    help="Fashion-MNIST CNN scored on the test split ('' to skip)")
+    p.add_argument("--trained", default="", help="folder of scripts/train_torchvision_fmnist.py (trained models)")
     p.add_argument("--out", default=None, help="folder for the models and bench_int8_vs_ort.json")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rounds", type=int, default=5)
@@ -192,6 +198,11 @@ def main():
     os.makedirs(out, exist_ok=True)
     results = []
     cases = [(m, os.path.join(args.fixtures, m + ".onnx")) for m in args.models.split(",") if m]
+    trained = {}
+    if args.trained:
+        with open(os.path.join(args.trained, "trained_manifest.json")) as f:
+            trained = json.load(f)
+        cases += [(name, os.path.join(args.trained, e["onnx"])) for name, e in sorted(trained.items())]
     if args.fmnist_model:
         cases.append(("fmnist_cnn", args.fmnist_model))
     for name, fp32 in cases:
@@ -200,10 +211,16 @@ def main():
         work = os.path.join(out, name)
         os.makedirs(work, exist_ok=True)
         is_fmnist = name == "fmnist_cnn"
+        entry = trained.get(name)
         if is_fmnist:
             train_x, _ = fmnist("train")
             calib = train_x[:100]
             x = calib[:1]
+        elif entry:
+            calib = np.ascontiguousarray(np.load(os.path.join(args.trained, entry["calib"]))[:args.calib_samples])
+            eval_x = np.load(os.path.join(args.trained, entry["eval"]), mmap_mode="r")[:args.eval_samples]
+            eval_y = np.load(os.path.join(args.trained, entry["labels"]))[:args.eval_samples]
+            x = np.ascontiguousarray(eval_x[:1])
         else:
             calib = normal_images(1000, args.calib_samples)
             x = np.load(os.path.join(args.fixtures, name + ".input.npy")).astype(np.float32)
@@ -218,7 +235,7 @@ def main():
         theirs = {"fp32": OrtModel(ort, fp32, args.threads), "int8": OrtModel(ort, ort_int8, args.threads)}
 
         got = measure_latency(xnn_lab, ours, theirs, x, args)
-        extra = {"calibration": "%d %s, %s" % (calib.shape[0], "training images" if is_fmnist else
+        extra = {"calibration": "%d %s, %s" % (calib.shape[0], "training images" if is_fmnist or entry else
                                                "synthetic standard-normal images", args.method)}
         if is_fmnist:
             test_x, test_y = fmnist("test")
@@ -230,7 +247,11 @@ def main():
                 pred = np.concatenate([theirs[tag].run(test_x[i:i + 500]).argmax(1) for i in range(0, len(test_x), 500)])
                 extra["ort_%s_top1" % tag] = float(100 * (pred == test_y).mean())
         else:
-            inputs = [x] + [normal_images(2000 + i, 1) for i in range(max(args.eval_samples - 1, 0))]
+            if entry:
+                inputs = [np.ascontiguousarray(eval_x[i:i + 1]) for i in range(eval_x.shape[0])]
+            else:
+                inputs = [x] + [normal_images(2000 + i, 1) for i in range(max(args.eval_samples - 1, 0))]
+            hits = {"xnn_fp32": 0, "xnn_int8": 0, "ort_fp32": 0, "ort_int8": 0}
             cos = {"xnn": [], "ort": []}
             same = {"xnn": 0, "ort": 0}
             for i, xi in enumerate(inputs):
@@ -241,10 +262,17 @@ def main():
                 cos["ort"].append(cosine(c, d))
                 same["xnn"] += int(np.argmax(a) == np.argmax(b))
                 same["ort"] += int(np.argmax(c) == np.argmax(d))
+                if entry:
+                    for tag, out_i in (("xnn_fp32", a), ("xnn_int8", b), ("ort_fp32", c), ("ort_int8", d)):
+                        hits[tag] += int(np.argmax(out_i) == eval_y[i])
             for k in ("xnn", "ort"):
                 extra[k + "_cosine_min"] = min(cos[k])
                 extra[k + "_cosine_mean"] = statistics.fmean(cos[k])
                 extra[k + "_top1_agreement"] = "%d/%d" % (same[k], len(inputs))
+            if entry:
+                for tag, h in hits.items():
+                    extra[tag + "_top1"] = 100.0 * h / len(inputs)
+                extra["top1_images"] = len(inputs)
         results.append(summarise(name, got, extra))
 
     print("\n%-13s %9s %9s %9s %9s  %-18s %-16s %s" % ("model", "xnn fp32", "xnn int8", "ort fp32", "ort int8",
@@ -253,6 +281,8 @@ def main():
         if "xnn_int8_top1" in r:
             acc = "top-1 fp32 %.2f|%.2f  int8 %.2f|%.2f" % (r["xnn_fp32_top1"], r["ort_fp32_top1"], r["xnn_int8_top1"],
                                                          r["ort_int8_top1"])
+            if "xnn_cosine_min" in r:
+                acc += "  cosine min %.4f|%.4f" % (r["xnn_cosine_min"], r["ort_cosine_min"])
             acc_ok = r["xnn_int8_top1"] >= r["ort_int8_top1"]
         else:
             acc = "cosine min %.4f|%.4f  top-1 agree %s|%s" % (r["xnn_cosine_min"], r["ort_cosine_min"],
