@@ -72,25 +72,40 @@ void maxpool_backward(BackwardContext& c) {
   const float* x = c.input(0).data<float>();
   const float* dy = c.grad_output(0).data<float>();
   float* dx = c.grad_input(0).data<float>();
-  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1) {
-    // The common 2×2 stride-2 pool: windows tile the input, four compares per output.
+  // (With ceil_mode an odd size gets a last window past the input: the general loop below.)
+  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1 &&
+      2 * g.oh <= g.h && 2 * g.ow <= g.w) {
+    // The common 2×2 stride-2 pool: windows tile the input, four compares per output, the first
+    // maximum (in row-major tap order) taking the gradient. Written without branches: which tap
+    // wins is data-dependent and unpredictable, and the branchy loop spent most of its time in
+    // mispredictions (6% of a training step of the small CNN). Each window's four gradients are
+    // written directly (the winner's, three zeros), so only a row or column the windows do not
+    // cover (odd sizes) is cleared separately.
     parallel_for(c.pool, g.planes, [&](int64_t pl) {
       const float* xp = x + pl * g.h * g.w;
       const float* gp = dy + pl * g.oh * g.ow;
       float* dp = dx + pl * g.h * g.w;
-      std::fill(dp, dp + g.h * g.w, 0.0f);
       for (int64_t oy = 0; oy < g.oh; ++oy) {
         const float* r0 = xp + 2 * oy * g.w;
         const float* r1 = r0 + g.w;
+        float* d0 = dp + 2 * oy * g.w;
+        float* d1 = d0 + g.w;
         for (int64_t ox = 0; ox < g.ow; ++ox) {
-          int64_t best = 2 * ox;
-          float bv = r0[best];
-          if (r0[2 * ox + 1] > bv) best = 2 * ox + 1, bv = r0[best];
-          if (r1[2 * ox] > bv) best = g.w + 2 * ox, bv = r1[2 * ox];
-          if (r1[2 * ox + 1] > bv) best = g.w + 2 * ox + 1;
-          dp[2 * oy * g.w + best] += gp[oy * g.ow + ox];
+          const float a = r0[2 * ox], b = r0[2 * ox + 1], cc = r1[2 * ox], d = r1[2 * ox + 1];
+          const bool tb = b > a;
+          float bv = tb ? b : a;
+          const bool tc = cc > bv;
+          bv = tc ? cc : bv;
+          const bool td = d > bv;
+          const float gv = gp[oy * g.ow + ox];
+          d1[2 * ox + 1] = td ? gv : 0.0f;
+          d1[2 * ox] = tc && !td ? gv : 0.0f;
+          d0[2 * ox + 1] = tb && !tc && !td ? gv : 0.0f;
+          d0[2 * ox] = !tb && !tc && !td ? gv : 0.0f;
         }
+        if (g.w > 2 * g.ow) d0[g.w - 1] = d1[g.w - 1] = 0.0f;  // odd width: the last column
       }
+      if (g.h > 2 * g.oh) std::fill(dp + (g.h - 1) * g.w, dp + g.h * g.w, 0.0f);  // odd height: the last row
     });
     return;
   }

@@ -310,6 +310,18 @@ TEST(AutogradPool, MaxAverageGlobal) {
     b.finish(y, pc.features);
     check_gradients(b, pc.features, pc.name);
   }
+  // 2x2 stride 2 on odd sizes: the last row and column are outside every window (their gradient
+  // is 0), or, with ceil_mode, in a last window that hangs past the input.
+  for (int64_t ceil_mode : {int64_t{0}, int64_t{1}}) {
+    GraphBuilder b;
+    const int x = b.param("x", {b.batch, 2, 7, 5});
+    const int y = b.node("MaxPool", {x},
+                         {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}},
+                          {"ceil_mode", ceil_mode}});
+    const int64_t features = ceil_mode ? 2 * 4 * 3 : 2 * 3 * 2;
+    b.finish(y, features);
+    check_gradients(b, features, ceil_mode ? "maxpool 2x2 7x5 ceil_mode" : "maxpool 2x2 7x5");
+  }
 }
 
 TEST(AutogradShape, ConcatTransposeReshapePadGather) {
