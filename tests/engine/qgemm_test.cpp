@@ -424,7 +424,9 @@ TEST(QGemmCrossIsa, ScalarAndAvx2AreBitExact) {
     const std::vector<uint8_t> scalar = run_packed(p, {Isa::kScalar, Qs8Kernels::kAvx2, "scalar"});
     EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, Qs8Kernels::kAvx2, "avx2"})) << "problem " << i;
     for (Qs8Kernels f : {Qs8Kernels::kVnni256, Qs8Kernels::kVnni512}) {
-      if (qs8_kernels_supported(f)) EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, f, "vnni"})) << "problem " << i;
+      if (qs8_kernels_supported(f)) {
+        EXPECT_EQ(scalar, run_packed(p, {Isa::kAvx2, f, "vnni"})) << "problem " << i;
+      }
     }
   }
 }
