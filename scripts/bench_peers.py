@@ -246,8 +246,8 @@ def cpu_peak(override):
                      % (FMA_PIPES, LANES, FLOP_PER_FMA, cores, FMA_PIPES, LANES, FLOP_PER_FMA,
                         mhz / 1000.0, per_core * cores, src))
         if "avx512f" in flags:
-            lines.append("  note: this CPU also has AVX-512 (16 lanes), which would double the peak;"
-                         " 8 lanes is the peak for xnn-lab's AVX2 kernels")
+            lines.append("  note: this CPU also has AVX-512 (16 lanes), which can double the peak; xnn-lab's"
+                         " GEMM uses it, its Winograd and depthwise kernels are AVX2 (8 lanes)")
         if "hypervisor" in flags:
             lines.append("  note: virtual machine; the reported clock may not be the turbo clock")
     else:
