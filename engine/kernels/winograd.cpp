@@ -288,6 +288,14 @@ const Kernels& stage_kernels(WinogradTile tile, Isa isa) {
   static const Kernels f63_avx2{f32_winograd_pack_input_c8__avx2, f32_winograd_f63_input__avx2,
                                 f32_winograd_gemm_6x16__avx2, f32_winograd_f63_output__avx2,
                                 f32_winograd_f63_weights__avx2};
+  // On AVX-512 CPUs the transforms stay AVX2 and the batched GEMM (most of the work) runs on zmm.
+  static const Kernels f43_avx512{f32_winograd_pack_input_c8__avx2, f32_winograd_f43_input__avx2,
+                                  f32_winograd_gemm_12x16__avx512, f32_winograd_f43_output__avx2,
+                                  f32_winograd_f43_weights__avx2};
+  static const Kernels f63_avx512{f32_winograd_pack_input_c8__avx2, f32_winograd_f63_input__avx2,
+                                  f32_winograd_gemm_12x16__avx512, f32_winograd_f63_output__avx2,
+                                  f32_winograd_f63_weights__avx2};
+  if (isa == Isa::kAvx2 && avx512_enabled()) return tile == WinogradTile::kF43 ? f43_avx512 : f63_avx512;
   if (isa == Isa::kAvx2) return tile == WinogradTile::kF43 ? f43_avx2 : f63_avx2;
   return tile == WinogradTile::kF43 ? f43_scalar : f63_scalar;
 }

@@ -149,6 +149,8 @@ void f32_winograd_pack_input_c8__avx2(const float*, int64_t, int64_t, int64_t, i
 void f32_winograd_f43_input__avx2(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
 void f32_winograd_f63_input__avx2(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
 void f32_winograd_gemm_6x16__avx2(int64_t, int64_t, const float*, int64_t, const float*, float*, int64_t, bool);
+// AVX-512 (winograd_avx512.cpp; only when avx512_enabled()): the same GEMM, 12 tiles per zmm tile.
+void f32_winograd_gemm_12x16__avx512(int64_t, int64_t, const float*, int64_t, const float*, float*, int64_t, bool);
 void f32_winograd_f43_weights__avx2(const float*, int64_t, float*, int64_t);
 void f32_winograd_f63_weights__avx2(const float*, int64_t, float*, int64_t);
 void f32_winograd_f43_output__avx2(const float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, int64_t,
