@@ -403,6 +403,40 @@ void f32_gemm(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* 
 
 std::string gemm_kernel_name(Isa isa) { return kernels_for(isa, best_f32_gemm_kernels()).name; }
 
+GemmPanelShape f32_gemm_panel_shape(Isa isa, F32GemmKernels family) {
+  const KernelSet& ks = kernels_for(isa, family);
+  return {ks.mr, ks.nr};
+}
+
+void f32_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a_panels, const float* b_panels, float* c,
+                     int64_t ldc, bool accumulate, Isa isa, F32GemmKernels family) {
+  if (m <= 0 || n <= 0) return;
+  const KernelSet& ks = kernels_for(isa, family);
+  XNN_CHECK(ldc >= n, "f32_gemm_panels: ldc < n");
+  if (k <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  // K in blocks of at most ks.kc so a B micro-panel stays in L1 while every A panel passes it.
+  const KBlocking kb = k_blocking(ks, k);
+  const GemmTileEpilogue none;
+  for (int64_t pc = 0; pc < k; pc += kb.step) {
+    const int64_t kc = std::min(kb.step, k - pc);
+    const bool acc = accumulate || pc > 0;
+    for (int64_t j = 0; j < n; j += ks.nr) {
+      const size_t nr = static_cast<size_t>(std::min<int64_t>(ks.nr, n - j));
+      const GemmUkernelFn fn = (ks.narrow && nr * 2 <= static_cast<size_t>(ks.nr)) ? ks.narrow : ks.main;
+      const float* bp = b_panels + j * k + pc * ks.nr;  // panel j / nr: k × nr floats
+      for (int64_t i = 0; i < m; i += ks.mr) {
+        const float* ap = a_panels + i * k + pc * ks.mr;  // panel i / mr: k × mr floats
+        fn(static_cast<size_t>(std::min<int64_t>(ks.mr, m - i)), nr, static_cast<size_t>(kc), ap, bp, ks.nr,
+           c + i * ldc + j, ldc, acc, none);
+      }
+    }
+  }
+}
+
 const char* PackedA::kernel_name() const { return kernels_for(isa_, family_).name; }
 
 }  // namespace xnn::kernels

@@ -75,6 +75,23 @@ void f32_gemm(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* 
               const GemmEpilogue& ep, ThreadPool* pool, Isa isa = best_isa(),
               F32GemmKernels family = best_f32_gemm_kernels());
 
+// ---- GEMM on operands the caller packed itself ----
+// For callers that can write both operands straight into the micro-kernel's panel layouts more
+// cheaply than packing a row-major matrix (training's weight gradient builds its im2col panels
+// from a channels-last copy of the input, one contiguous run per panel row).
+//   a_panels: ceil(m/mr) panels, panel i holding A[i·mr + r][q] at i·mr·k + q·mr + r (rows past
+//             m zero);
+//   b_panels: ceil(n/nr) panels, panel j holding B[q][j·nr + c] at j·nr·k + q·nr + c (columns
+//             past n zero).
+// mr and nr depend on the ISA and family (f32_gemm_panel_shape). Single-threaded: callers split
+// the work. C[m×n] (row stride ldc) = A·B, or += with accumulate.
+struct GemmPanelShape {
+  int mr, nr;
+};
+GemmPanelShape f32_gemm_panel_shape(Isa isa, F32GemmKernels family = best_f32_gemm_kernels());
+void f32_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a_panels, const float* b_panels, float* c,
+                     int64_t ldc, bool accumulate, Isa isa, F32GemmKernels family = best_f32_gemm_kernels());
+
 // The micro-kernel name for an ISA (and the best family), e.g. "f32_gemm_6x16__avx2".
 std::string gemm_kernel_name(Isa isa);
 

@@ -37,6 +37,9 @@ struct ForwardContext {
   uint64_t step_seed;                     // differs per step; random ops derive their draws from it
   NodeState& state;
   ThreadPool* pool;
+  // The op's GradOp fuses_relu and the session fused the Relu that alone consumes output 0:
+  // outputs[0] is that Relu's output, to be written as max(op(x), 0).
+  bool fused_relu = false;
 };
 
 struct BackwardContext {
@@ -47,6 +50,9 @@ struct BackwardContext {
   std::span<Tensor* const> grad_inputs;         // null where none is needed; else shaped like the input
   NodeState& state;
   ThreadPool* pool;
+  // Fused Relu (see ForwardContext): outputs[0] is the Relu's output r and grad_outputs[0] its
+  // gradient; the op's own output gradient is grad_outputs[0] where r > 0, else 0.
+  bool fused_relu = false;
 
   bool wants(int i) const {
     return i >= 0 && i < static_cast<int>(grad_inputs.size()) && grad_inputs[static_cast<size_t>(i)] != nullptr;
@@ -70,6 +76,10 @@ struct GradOp {
   std::vector<int> differentiable_inputs;  // inputs that receive gradients (others: indices, shapes, stats)
   ForwardFn forward;                       // empty: the op's reference kernel in training too
   BackwardFn backward;
+  // forward and backward implement a fused trailing Relu (ForwardContext::fused_relu): the
+  // session then runs a Relu that alone consumes this op's output 0 inside it, saving a pass
+  // over the activations each way and the intermediate tensor.
+  bool fuses_relu = false;
 };
 
 class GradRegistry {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/kernels/training_kernels.h"
 #include "engine/runtime/executor.h"
 #include "engine/train/autograd.h"
 
@@ -39,9 +40,24 @@ void relu_forward(ForwardContext& c) {
   const float* xp = x.data<float>();
   float* yp = c.outputs[0]->data<float>();
   const int64_t n = x.numel();
+  const kernels::Isa isa = kernels::best_isa();
   parallel_for(c.pool, (n + kBlock - 1) / kBlock, [&](int64_t b) {
-    const int64_t end = std::min(n, (b + 1) * kBlock);
-    for (int64_t i = b * kBlock; i < end; ++i) yp[i] = xp[i] > 0.0f ? xp[i] : 0.0f;
+    const int64_t begin = b * kBlock, end = std::min(n, begin + kBlock);
+    kernels::f32_scale_shift(xp + begin, end - begin, 1.0f, 0.0f, /*relu=*/true, yp + begin, isa);  // max(x, 0)
+  });
+}
+
+// ReLU backward from the output (y > 0 exactly where x > 0).
+void relu_backward(BackwardContext& c) {
+  if (!c.wants(0)) return;
+  const float* y = c.output(0).data<float>();
+  const float* dy = c.grad_output(0).data<float>();
+  float* dx = c.grad_input(0).data<float>();
+  const int64_t n = c.input(0).numel();
+  const kernels::Isa isa = kernels::best_isa();
+  parallel_for(c.pool, (n + kBlock - 1) / kBlock, [&](int64_t b) {
+    const int64_t begin = b * kBlock, end = std::min(n, begin + kBlock);
+    kernels::f32_relu_grad(y + begin, dy + begin, end - begin, dx + begin, isa);
   });
 }
 
@@ -77,9 +93,7 @@ void softmax_grad(BackwardContext& c, bool log) {
 }  // namespace
 
 void register_activation_grads(GradRegistry& r) {
-  r.add({"Relu", {0}, relu_forward, [](BackwardContext& c) {
-           unary_grad(c, [](float x, float, float dy) { return x > 0 ? dy : 0.0f; });
-         }});
+  r.add({"Relu", {0}, relu_forward, relu_backward});
   r.add({"LeakyRelu", {0}, {}, [](BackwardContext& c) {
            const float alpha = c.node.attr_float("alpha", 0.01f);
            unary_grad(c, [alpha](float x, float, float dy) { return x > 0 ? dy : alpha * dy; });

@@ -8,10 +8,21 @@
 // Images are split into one contiguous chunk per thread; each chunk accumulates its own partial
 // dW, summed at the end, so results do not depend on scheduling. Depthwise convolutions (one
 // input channel per group) run direct loops instead: a GEMM with one row wastes the micro-kernel.
+//
+// 3×3 stride-1 convolutions (groups 1, no dilation) run their forward pass and their input
+// gradient on the inference engine's Winograd kernels where choose_winograd_tile says they pay:
+// the input gradient of a stride-1 convolution is itself a stride-1 convolution of dy with the
+// weights flipped in space and transposed in channels (W'[c][m][i][j] = W[m][c][2−i][2−j]),
+// padded by 2 − pad, so it needs no col2im. The weights change every step; their transform
+// (U = G g Gᵀ) is O(M·C) against the O(N·M·C·H·W) convolution and is redone per step.
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "engine/kernels/gemm.h"
+#include "engine/kernels/transpose.h"
+#include "engine/kernels/winograd.h"
 #include "engine/ops/nn_common.h"
 #include "engine/train/autograd.h"
 
@@ -185,6 +196,150 @@ void depthwise_backward(const ConvGeom& g, const float* x, const float* wt, cons
   }
 }
 
+// ---- 3×3 stride-1 convolutions on Winograd ----
+
+bool winograd_shape(const ConvGeom& g) {
+  return g.groups == 1 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph >= 0 &&
+         g.pw >= 0 && g.ph <= 2 && g.pw <= 2 && g.oh + 2 - g.ph <= g.h + 2 && g.ow + 2 - g.pw <= g.w + 2;
+}
+
+// Tile for y = conv(x) (cin = C, cout = M), or nullopt for the GEMM path.
+std::optional<kernels::WinogradTile> winograd_forward_tile(const ConvGeom& g) {
+  if (!winograd_shape(g)) return std::nullopt;
+  return kernels::choose_winograd_tile(g.c, g.m, g.oh, g.ow, kernels::best_isa());
+}
+
+// Tile for dx = conv(dy, W') (cin = M, cout = C, output H×W).
+std::optional<kernels::WinogradTile> winograd_input_grad_tile(const ConvGeom& g) {
+  if (!winograd_shape(g)) return std::nullopt;
+  // The implied bottom/right padding of the gradient convolution, 2 − pad_end, must be >= 0.
+  const int64_t pad_b = g.h - g.oh + 2 - (2 - g.ph), pad_r = g.w - g.ow + 2 - (2 - g.pw);
+  if (pad_b < 0 || pad_r < 0) return std::nullopt;
+  return kernels::choose_winograd_tile(g.m, g.c, g.h, g.w, kernels::best_isa());
+}
+
+// Runs `conv` over images [0, n): one contiguous chunk of images per thread, each image on one
+// thread, so every output is computed the same way whatever the thread count.
+template <typename F>
+void for_image_chunks(ThreadPool* pool, int64_t n, F&& per_image) {
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(pool ? pool->threads() : 1, n));
+  parallel_for(pool, chunks, [&](int64_t t) {
+    for (int64_t i = n * t / chunks; i < n * (t + 1) / chunks; ++i) per_image(i);
+  });
+}
+
+void winograd_forward(const ConvGeom& g, kernels::WinogradTile tile, const float* x, const float* wt, const float* bias,
+                      float* y, ThreadPool* pool) {
+  const kernels::WinogradConv3x3 conv(g.m, g.c, wt, tile, kernels::best_isa());
+  kernels::ConvEpilogue ep;
+  ep.bias = bias;
+  for_image_chunks(pool, g.n, [&](int64_t i) {
+    conv.run(x + i * g.c * g.h * g.w, g.h, g.w, g.ph, g.pw, y + i * g.m * g.p(), g.oh, g.ow, ep, nullptr);
+  });
+}
+
+void winograd_input_grad(const ConvGeom& g, kernels::WinogradTile tile, const float* wt, const float* dy, float* dx,
+                         std::vector<float>& flipped, ThreadPool* pool) {
+  flipped.resize(static_cast<size_t>(g.c * g.m * 9));
+  for (int64_t m = 0; m < g.m; ++m)
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t t = 0; t < 9; ++t) flipped[static_cast<size_t>((c * g.m + m) * 9 + t)] = wt[(m * g.c + c) * 9 + 8 - t];
+  const kernels::WinogradConv3x3 conv(g.c, g.m, flipped.data(), tile, kernels::best_isa());
+  for_image_chunks(pool, g.n, [&](int64_t i) {
+    conv.run(dy + i * g.m * g.p(), g.oh, g.ow, 2 - g.ph, 2 - g.pw, dx + i * g.c * g.h * g.w, g.h, g.w,
+             kernels::ConvEpilogue{}, nullptr);
+  });
+}
+
+// Per-chunk scratch slots: col [K × B·P], its gradient, and an [M × B·P] buffer for the
+// GEMM output (forward) or the gathered output gradient (backward).
+enum Slot : size_t { kCol = 0, kDcol = 1, kRows = 2, kDwPart = 3, kSlotsPerChunk = 4 };
+size_t slot_of(int64_t chunk, Slot s) { return static_cast<size_t>(chunk) * kSlotsPerChunk + s; }
+
+// ---- weight gradient from channels-last panels ----
+// dW[m][c][i][j] = Σ_n Σ_p dy[n][m][p] · x[n][c][y(p)·sh + i·dh − ph][x(p)·sw + j·dw − pw] is a
+// GEMM over the depth (image, pixel): A = dy [M × depth], B = the im2col columns, taken in the
+// order (i, j, c). With the input copied channels-last and zero-padded ([Hp][Wp][Cp], Cp = C
+// rounded up to the micro-kernel's panel width nr), each row of a B panel — nr consecutive
+// channels at one tap and pixel — is one contiguous nr-float copy, so packing B costs a load and
+// a store per nr floats, where im2col gathers every float and the GEMM then copies it again
+// into its panels. Both operands go straight to the micro-kernels (f32_gemm_panels).
+
+bool panel_wgrad_applies(const ConvGeom& g) { return g.groups == 1 && g.c >= 16; }
+
+void conv_weight_grad_panels(BackwardContext& c, const ConvGeom& g, const float* xp, const float* dyp, float* dw) {
+  const kernels::Isa isa = kernels::best_isa();
+  const kernels::F32GemmKernels family = kernels::best_f32_gemm_kernels();
+  const kernels::GemmPanelShape ps = kernels::f32_gemm_panel_shape(isa, family);
+  const int64_t nr = ps.nr, mr = ps.mr;
+  const int64_t cp = (g.c + nr - 1) / nr * nr, groups_c = cp / nr, taps = g.kh * g.kw, np = taps * cp;
+  const int64_t mp = (g.m + mr - 1) / mr * mr;
+  // The padded grid covers exactly the taps the outputs read.
+  const int64_t hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1, wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+  const int64_t chunks = chunk_count(c.pool, g.n);
+  // Images per GEMM: depth of a few hundred so the micro-kernel calls amortise.
+  const int64_t block = std::clamp<int64_t>((256 + g.p() - 1) / g.p(), 1, (g.n + chunks - 1) / chunks);
+  const int64_t depth_max = block * g.p();
+  // Its own slots after the GEMM path's (a node may use both: dx on the GEMM, dW here).
+  enum : size_t { kX = 0, kA = 1, kB = 2, kPart = 3, kSlots = 4 };
+  auto slot = [&](int64_t t, size_t s) { return static_cast<size_t>(kSlotsPerChunk * chunks + t * kSlots) + s; };
+  for (int64_t t = 0; t < chunks; ++t) {  // allocated on the calling thread, before the parallel region
+    c.state.slot(slot(t, kX), DType::kF32, {block, hp, wp, cp});
+    c.state.slot(slot(t, kA), DType::kF32, {mp, depth_max});
+    c.state.slot(slot(t, kB), DType::kF32, {np, depth_max});
+    c.state.slot(slot(t, kPart), DType::kF32, {g.m, np});
+  }
+  parallel_for(c.pool, chunks, [&](int64_t t) {
+    const auto [n0, n1] = chunk_range(t, chunks, g.n);
+    float* xt = c.state.saved[slot(t, kX)].data<float>();
+    float* a = c.state.saved[slot(t, kA)].data<float>();
+    float* b = c.state.saved[slot(t, kB)].data<float>();
+    float* part = c.state.saved[slot(t, kPart)].data<float>();
+    for (int64_t nb = n0; nb < n1; nb += block) {
+      const int64_t cnt = std::min(block, n1 - nb), depth = cnt * g.p();
+      // Channels-last, zero-padded copies of the block's images (row by row: [C × W] → [W × C]).
+      std::memset(xt, 0, static_cast<size_t>(cnt * hp * wp * cp) * sizeof(float));
+      const int64_t rows = std::min(g.h, hp - g.ph), cols = std::min(g.w, wp - g.pw);
+      for (int64_t i = 0; i < cnt; ++i) {
+        const float* xi = xp + (nb + i) * g.c * g.h * g.w;
+        float* xti = xt + i * hp * wp * cp;
+        for (int64_t iy = 0; iy < rows; ++iy)
+          if (iy + g.ph >= 0 && cols > 0)
+            kernels::f32_transpose(g.c, cols, xi + iy * g.w, g.h * g.w, xti + ((iy + g.ph) * wp + g.pw) * cp, cp, isa);
+      }
+      // A panels: dy transposed in mr-row panels, a[panel][q][r] = dy[image][panel·mr + r][pixel].
+      if (mp > g.m) std::memset(a, 0, static_cast<size_t>(mp * depth) * sizeof(float));
+      for (int64_t i = 0; i < cnt; ++i)
+        for (int64_t r0 = 0; r0 < g.m; r0 += mr)
+          kernels::f32_transpose(std::min(mr, g.m - r0), g.p(), dyp + ((nb + i) * g.m + r0) * g.p(), g.p(),
+                                 a + r0 * depth + i * g.p() * mr, mr, isa);
+      // B panels: panel (tap, channel group) row q = the nr channels at that tap of pixel q.
+      for (int64_t ki = 0; ki < g.kh; ++ki)
+        for (int64_t kj = 0; kj < g.kw; ++kj)
+          for (int64_t cg = 0; cg < groups_c; ++cg) {
+            float* panel = b + ((ki * g.kw + kj) * groups_c + cg) * nr * depth;
+            for (int64_t i = 0; i < cnt; ++i) {
+              const float* xti = xt + i * hp * wp * cp + (ki * g.dh * wp + kj * g.dw) * cp + cg * nr;
+              for (int64_t oy = 0; oy < g.oh; ++oy) {
+                const float* src = xti + oy * g.sh * wp * cp;
+                for (int64_t ox = 0; ox < g.ow; ++ox, panel += nr)
+                  std::memcpy(panel, src + ox * g.sw * cp, static_cast<size_t>(nr) * sizeof(float));
+              }
+            }
+          }
+      kernels::f32_gemm_panels(g.m, np, depth, a, b, part, np, /*accumulate=*/nb > n0, isa, family);
+    }
+  });
+  // dw[m][c][i][j] = Σ_chunks part[m][(i·kw + j)·Cp + c]
+  for (int64_t m = 0; m < g.m; ++m)
+    for (int64_t ch = 0; ch < g.c; ++ch)
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        float v = 0;
+        for (int64_t t = 0; t < chunks; ++t) v += c.state.saved[slot(t, kPart)].data<float>()[m * np + tap * cp + ch];
+        dw[(m * g.c + ch) * taps + tap] = v;
+      }
+}
+
 // ---- general (grouped) convolution on the GEMM ----
 
 const Tensor* optional_input(std::span<const Tensor* const> inputs, size_t i) {
@@ -197,10 +352,6 @@ int64_t images_per_gemm(const ConvGeom& g, int64_t chunk_images) {
   return std::clamp<int64_t>((1024 + g.p() - 1) / g.p(), 1, std::max<int64_t>(chunk_images, 1));
 }
 
-// Per-chunk scratch slots: col [K × B·P], its gradient, and an [M × B·P] buffer for the
-// GEMM output (forward) or the gathered output gradient (backward).
-enum Slot : size_t { kCol = 0, kDcol = 1, kRows = 2, kDwPart = 3, kSlotsPerChunk = 4 };
-size_t slot_of(int64_t chunk, Slot s) { return static_cast<size_t>(chunk) * kSlotsPerChunk + s; }
 
 void conv_forward(ForwardContext& c) {
   const Tensor& x = *c.inputs[0];
@@ -213,6 +364,7 @@ void conv_forward(ForwardContext& c) {
   const float* bp = b ? b->data<float>() : nullptr;
   float* yp = y.data<float>();
   if (g.depthwise()) return depthwise_forward(g, xp, wp, bp, yp, c.pool);
+  if (const auto tile = winograd_forward_tile(g)) return winograd_forward(g, *tile, xp, wp, bp, yp, c.pool);
   const int64_t chunks = chunk_count(c.pool, g.n);
   const int64_t batch = images_per_gemm(g, (g.n + chunks - 1) / chunks);
   for (int64_t t = 0; t < chunks; ++t) {
@@ -243,6 +395,9 @@ void conv_forward(ForwardContext& c) {
   });
 }
 
+void conv_backward_gemm(BackwardContext& c, const ConvGeom& g, const float* xp, const float* wp, const float* dyp,
+                        float* dx, float* dw);
+
 void conv_backward(BackwardContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& wt = c.input(1);
@@ -254,13 +409,42 @@ void conv_backward(BackwardContext& c) {
   float* dw = c.wants(1) ? c.grad_input(1).data<float>() : nullptr;
   float* db = c.wants(2) ? c.grad_input(2).data<float>() : nullptr;
   if (g.depthwise()) return depthwise_backward(g, xp, wp, dyp, dx, dw, db, c.pool);
+  if (dx) {
+    if (const auto tile = winograd_input_grad_tile(g)) {
+      std::vector<float> flipped;
+      winograd_input_grad(g, *tile, wp, dyp, dx, flipped, c.pool);
+      dx = nullptr;  // done: the GEMM loop below computes dW only
+    }
+  }
+  if (dw && panel_wgrad_applies(g)) {
+    conv_weight_grad_panels(c, g, xp, dyp, dw);
+    dw = nullptr;
+  }
+  if (dx || dw) conv_backward_gemm(c, g, xp, wp, dyp, dx, dw);
+  if (db) {
+    for (int64_t m = 0; m < g.m; ++m) {
+      double s = 0;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const float* row = dyp + (n * g.m + m) * g.p();
+        for (int64_t i = 0; i < g.p(); ++i) s += row[i];
+      }
+      db[m] = static_cast<float>(s);
+    }
+  }
+}
+
+// dx (col2im) and dW on the GEMM, image chunks in parallel.
+void conv_backward_gemm(BackwardContext& c, const ConvGeom& g, const float* xp, const float* wp, const float* dyp,
+                        float* dx, float* dw) {
+  const Tensor& x = c.input(0);
+  const Tensor& wt = c.input(1);
 
   const int64_t chunks = chunk_count(c.pool, g.n);
   const int64_t batch = images_per_gemm(g, (g.n + chunks - 1) / chunks);
   // Allocated here, on the calling thread, before the parallel region.
   for (int64_t t = 0; t < chunks; ++t) {
     c.state.slot(slot_of(t, kCol), DType::kF32, {g.k(), batch * g.p()});
-    c.state.slot(slot_of(t, kDcol), DType::kF32, {g.k(), batch * g.p()});
+    if (dx) c.state.slot(slot_of(t, kDcol), DType::kF32, {g.k(), batch * g.p()});
     c.state.slot(slot_of(t, kRows), DType::kF32, {g.mg, batch * g.p()});
     if (dw) c.state.slot(slot_of(t, kDwPart), DType::kF32, {g.m, g.k()});
   }
@@ -272,7 +456,7 @@ void conv_backward(BackwardContext& c) {
   parallel_for(c.pool, chunks, [&](int64_t t) {
     const auto [n0, n1] = chunk_range(t, chunks, g.n);
     float* col = c.state.saved[slot_of(t, kCol)].data<float>();
-    float* dcol = c.state.saved[slot_of(t, kDcol)].data<float>();
+    float* dcol = dx ? c.state.saved[slot_of(t, kDcol)].data<float>() : nullptr;
     float* rows = c.state.saved[slot_of(t, kRows)].data<float>();
     float* dw_part = dw ? c.state.saved[slot_of(t, kDwPart)].data<float>() : nullptr;
     for (int64_t nb = n0; nb < n1; nb += batch) {
@@ -308,16 +492,6 @@ void conv_backward(BackwardContext& c) {
     for (int64_t t = 1; t < chunks; ++t) {
       const float* part = c.state.saved[slot_of(t, kDwPart)].data<float>();
       for (int64_t i = 0; i < wt.numel(); ++i) dw[i] += part[i];
-    }
-  }
-  if (db) {
-    for (int64_t m = 0; m < g.m; ++m) {
-      double s = 0;
-      for (int64_t n = 0; n < g.n; ++n) {
-        const float* row = dyp + (n * g.m + m) * g.p();
-        for (int64_t i = 0; i < g.p(); ++i) s += row[i];
-      }
-      db[m] = static_cast<float>(s);
     }
   }
 }

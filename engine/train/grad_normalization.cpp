@@ -4,9 +4,15 @@
 // and backpropagate through the batch statistics:
 //   dγ = Σ dy·x̂,  dβ = Σ dy,  dx = γ·invstd/M · (M·dy − dβ − x̂·dγ),  M = N·spatial.
 // In inference mode (evaluation) it normalises with the running statistics.
+//
+// One task per channel: its rows (one per image) are read for the statistics and again, while
+// they are still in L2, for the normalisation; backward likewise. With a fused ReLU
+// (GradOp::fuses_relu) the normalisation writes max(y, 0) straight into the ReLU's output, and
+// the backward masks the ReLU's output gradient on the fly.
 #include <algorithm>
 #include <cmath>
 
+#include "engine/kernels/training_kernels.h"
 #include "engine/train/autograd.h"
 
 namespace xnn::train {
@@ -16,30 +22,6 @@ struct BnGeom {
   int64_t n, c, inner;
   int64_t count() const { return n * inner; }
 };
-
-// Channel sums use eight independent partial sums (lanes) so the loops vectorise without
-// -ffast-math: a single float accumulator is a serial dependency the compiler must keep.
-// Σ (p[i] − shift) and Σ (p[i] − shift)² in one pass, eight lanes each.
-void shifted_sums(const float* p, int64_t n, float shift, float& sum, float& sum_sq) {
-  float a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) {
-      const float d = p[i + j] - shift;
-      a[j] += d;
-      b[j] += d * d;
-    }
-  }
-  float s = 0, q = 0;
-  for (; i < n; ++i) {
-    const float d = p[i] - shift;
-    s += d;
-    q += d * d;
-  }
-  for (int j = 0; j < 8; ++j) s += a[j], q += b[j];
-  sum = s;
-  sum_sq = q;
-}
 
 BnGeom bn_geometry(const Node& node, const Tensor& x) {
   if (x.rank() < 2 || x.dtype() != DType::kF32) {
@@ -63,7 +45,8 @@ void bn_forward(ForwardContext& c) {
   float* yp = c.outputs[0]->data<float>();
   float* mean = c.state.slot(0, DType::kF32, {g.c}).data<float>();
   float* invstd = c.state.slot(1, DType::kF32, {g.c}).data<float>();
-  const bool training = c.training;
+  const bool training = c.training, relu = c.fused_relu;
+  const kernels::Isa isa = kernels::best_isa();
   parallel_for(c.pool, g.c, [&](int64_t ch) {
     float mu, istd;
     if (training) {
@@ -74,7 +57,7 @@ void bn_forward(ForwardContext& c) {
       double s1 = 0, s2 = 0;
       for (int64_t n = 0; n < g.n; ++n) {
         float a1 = 0, a2 = 0;
-        shifted_sums(xp + (n * g.c + ch) * g.inner, g.inner, shift, a1, a2);
+        kernels::f32_shifted_sums(xp + (n * g.c + ch) * g.inner, g.inner, shift, &a1, &a2, isa);
         s1 += a1;
         s2 += a2;
       }
@@ -94,11 +77,8 @@ void bn_forward(ForwardContext& c) {
     mean[ch] = mu;
     invstd[ch] = istd;
     const float a = gamma[ch] * istd, b = beta[ch] - mu * a;
-    for (int64_t n = 0; n < g.n; ++n) {
-      const float* row = xp + (n * g.c + ch) * g.inner;
-      float* out = yp + (n * g.c + ch) * g.inner;
-      for (int64_t i = 0; i < g.inner; ++i) out[i] = row[i] * a + b;
-    }
+    for (int64_t n = 0; n < g.n; ++n)
+      kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, relu, yp + (n * g.c + ch) * g.inner, isa);
   });
 }
 
@@ -113,24 +93,17 @@ void bn_backward(BackwardContext& c) {
   float* dx = c.wants(0) ? c.grad_input(0).data<float>() : nullptr;
   float* dgamma = c.wants(1) ? c.grad_input(1).data<float>() : nullptr;
   float* dbeta = c.wants(2) ? c.grad_input(2).data<float>() : nullptr;
+  // With a fused ReLU, outputs[0] is the ReLU's output: dz = dy where it is > 0.
+  const float* r = c.fused_relu ? c.output(0).data<float>() : nullptr;
   const double count = static_cast<double>(g.count());
+  const kernels::Isa isa = kernels::best_isa();
   parallel_for(c.pool, g.c, [&](int64_t ch) {
     const float mu = mean[ch], istd = invstd[ch];
     double sdy = 0, sdyx = 0;
     for (int64_t n = 0; n < g.n; ++n) {
-      const float* row = xp + (n * g.c + ch) * g.inner;
-      const float* grow = dy + (n * g.c + ch) * g.inner;
-      float a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // one pass, eight lanes
-      int64_t i = 0;
-      for (; i + 8 <= g.inner; i += 8) {
-        for (int j = 0; j < 8; ++j) {
-          a[j] += grow[i + j];
-          b[j] += grow[i + j] * (row[i + j] - mu);
-        }
-      }
+      const int64_t off = (n * g.c + ch) * g.inner;
       float sa = 0, sb = 0;
-      for (; i < g.inner; ++i) sa += grow[i], sb += grow[i] * (row[i] - mu);
-      for (int j = 0; j < 8; ++j) sa += a[j], sb += b[j];
+      kernels::f32_bn_grad_sums(xp + off, dy + off, r ? r + off : nullptr, g.inner, mu, &sa, &sb, isa);
       sdy += sa;
       sdyx += static_cast<double>(sb) * istd;
     }
@@ -140,16 +113,15 @@ void bn_backward(BackwardContext& c) {
     const float k = gamma[ch] * istd;
     const float mdy = static_cast<float>(sdy / count), mdyx = static_cast<float>(sdyx / count);
     for (int64_t n = 0; n < g.n; ++n) {
-      const float* row = xp + (n * g.c + ch) * g.inner;
-      const float* grow = dy + (n * g.c + ch) * g.inner;
-      float* out = dx + (n * g.c + ch) * g.inner;
-      for (int64_t i = 0; i < g.inner; ++i) out[i] = k * (grow[i] - mdy - (row[i] - mu) * istd * mdyx);
+      const int64_t off = (n * g.c + ch) * g.inner;
+      kernels::f32_bn_grad_apply(xp + off, dy + off, r ? r + off : nullptr, g.inner, mu, k, mdy, istd * mdyx, dx + off,
+                                 isa);
     }
   });
 }
 
 }  // namespace
 
-void register_normalization_grads(GradRegistry& r) { r.add({"BatchNormalization", {0, 1, 2}, bn_forward, bn_backward}); }
+void register_normalization_grads(GradRegistry& r) { r.add({"BatchNormalization", {0, 1, 2}, bn_forward, bn_backward, /*fuses_relu=*/true}); }
 
 }  // namespace xnn::train

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/kernels/pooling.h"
+#include "engine/kernels/training_kernels.h"
 #include "engine/ops/nn_common.h"
 #include "engine/runtime/executor.h"
 #include "engine/train/autograd.h"
@@ -52,9 +53,37 @@ void run_reference(ForwardContext& c) {
   schema_for(OpRegistry::builtin(), c.node).reference(k);
 }
 
+// The common 2×2 stride-2 pool whose windows tile the input (no padding, dilation or ceil-mode
+// window past the end; an odd last row or column is simply not covered).
+bool tiled_2x2(const PoolGeom& g) {
+  return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1 &&
+         2 * g.oh <= g.h && 2 * g.ow <= g.w;
+}
+
+// Planes per task for the row kernels below (whole planes; a few dozen tasks per batch).
+int64_t planes_per_task(const PoolGeom& g) { return std::max<int64_t>(1, g.planes / 64); }
+
 void maxpool_forward(ForwardContext& c) {
   if (!fast_pool_applies(c)) return run_reference(c);
   const PoolGeom g = pool_geometry(c.node, *c.inputs[0]);
+  if (c.training && tiled_2x2(g)) {
+    // Training: the winning tap of every window is recorded (one byte per output) so the
+    // backward pass scatters dy without reading x again.
+    const float* x = c.inputs[0]->data<float>();
+    float* y = c.outputs[0]->data<float>();
+    uint8_t* taps = c.state.slot(0, DType::kU8, {g.planes, g.oh, g.ow}).data<uint8_t>();
+    const kernels::Isa isa = kernels::best_isa();
+    const int64_t per = planes_per_task(g);
+    parallel_for(c.pool, (g.planes + per - 1) / per, [&](int64_t t) {
+      for (int64_t pl = t * per; pl < std::min(g.planes, (t + 1) * per); ++pl)
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          const float* r0 = x + (pl * g.h + 2 * oy) * g.w;
+          const int64_t o = (pl * g.oh + oy) * g.ow;
+          kernels::f32_maxpool2x2_argmax_row(r0, r0 + g.w, g.ow, y + o, taps + o, isa);
+        }
+    });
+    return;
+  }
   kernels::f32_maxpool2d(pool2d_params(g), c.inputs[0]->data<float>(), c.outputs[0]->data<float>(), c.pool,
                          kernels::best_isa());
 }
@@ -72,9 +101,28 @@ void maxpool_backward(BackwardContext& c) {
   const float* x = c.input(0).data<float>();
   const float* dy = c.grad_output(0).data<float>();
   float* dx = c.grad_input(0).data<float>();
+  // Taps recorded by the training forward (maxpool_forward) for this very shape.
+  if (tiled_2x2(g) && !c.state.saved.empty() && c.state.saved[0].dtype() == DType::kU8 &&
+      c.state.saved[0].shape() == Shape{g.planes, g.oh, g.ow}) {
+    const uint8_t* taps = c.state.saved[0].data<uint8_t>();
+    const kernels::Isa isa = kernels::best_isa();
+    const int64_t per = planes_per_task(g);
+    parallel_for(c.pool, (g.planes + per - 1) / per, [&](int64_t t) {
+      for (int64_t pl = t * per; pl < std::min(g.planes, (t + 1) * per); ++pl) {
+        float* dp = dx + pl * g.h * g.w;
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          float* d0 = dp + 2 * oy * g.w;
+          const int64_t o = (pl * g.oh + oy) * g.ow;
+          kernels::f32_maxpool2x2_grad_row(dy + o, taps + o, g.ow, d0, d0 + g.w, isa);
+          if (g.w > 2 * g.ow) d0[g.w - 1] = d0[2 * g.w - 1] = 0.0f;  // odd width: the last column
+        }
+        if (g.h > 2 * g.oh) std::fill(dp + (g.h - 1) * g.w, dp + g.h * g.w, 0.0f);  // odd height: the last row
+      }
+    });
+    return;
+  }
   // (With ceil_mode an odd size gets a last window past the input: the general loop below.)
-  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1 &&
-      2 * g.oh <= g.h && 2 * g.ow <= g.w) {
+  if (tiled_2x2(g)) {
     // The common 2×2 stride-2 pool: windows tile the input, four compares per output, the first
     // maximum (in row-major tap order) taking the gradient. Written without branches: which tap
     // wins is data-dependent and unpredictable, and the branchy loop spent most of its time in

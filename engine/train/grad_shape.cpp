@@ -1,8 +1,10 @@
 // Backward of the ops that move data without arithmetic: views (Reshape, Flatten, Squeeze,
 // Unsqueeze, Identity), Transpose, Concat, Gather (embedding lookup: a scatter-add) and Dropout
 // (whose training forward draws the mask here), constant-mode Pad.
+#include <algorithm>
 #include <cstring>
 
+#include "engine/kernels/training_kernels.h"
 #include "engine/train/autograd.h"
 
 namespace xnn::train {
@@ -40,10 +42,14 @@ void dropout_forward(ForwardContext& c) {
   } else {
     const float scale = ratio >= 1.0f ? 0.0f : 1.0f / (1.0f - ratio);
     const uint64_t threshold = static_cast<uint64_t>(static_cast<double>(ratio) * 18446744073709551616.0);
-    for (int64_t i = 0; i < n; ++i) {
-      m[i] = mix(c.step_seed + static_cast<uint64_t>(i)) >= threshold ? scale : 0.0f;
-      yp[i] = xp[i] * m[i];
-    }
+    // Blocks of the batch on the pool: each element's draw depends only on its index.
+    constexpr int64_t kBlock = 1 << 14;
+    const kernels::Isa isa = kernels::best_isa();
+    parallel_for(c.pool, (n + kBlock - 1) / kBlock, [&](int64_t b) {
+      const int64_t begin = b * kBlock, end = std::min(n, begin + kBlock);
+      for (int64_t i = begin; i < end; ++i) m[i] = mix(c.step_seed + static_cast<uint64_t>(i)) >= threshold ? scale : 0.0f;
+      kernels::f32_vmul(xp + begin, m + begin, end - begin, yp + begin, isa);
+    });
   }
   if (c.outputs.size() > 1 && c.outputs[1]) {
     bool* mo = c.outputs[1]->data<bool>();
@@ -174,7 +180,7 @@ void register_shape_grads(GradRegistry& r) {
            const float* m = c.state.saved.at(0).data<float>();
            const float* dy = c.grad_output(0).data<float>();
            float* dx = c.grad_input(0).data<float>();
-           for (int64_t i = 0; i < c.grad_input(0).numel(); ++i) dx[i] = dy[i] * m[i];
+           kernels::f32_vmul(dy, m, c.grad_input(0).numel(), dx, kernels::best_isa());
          }});
   r.add({"Transpose", {0}, {}, transpose_grad});
   std::vector<int> every_input(64);  // variadic: Concat of up to 64 inputs

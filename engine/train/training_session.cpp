@@ -1,6 +1,7 @@
 #include "engine/train/training_session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -11,6 +12,10 @@
 
 namespace xnn::train {
 namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -148,6 +153,47 @@ TrainingSession::TrainingSession(std::shared_ptr<Model> model, TrainingOptions o
     params_.push_back(std::move(p));
   }
   node_state_.resize(g.nodes.size());
+  plan_relu_fusion();
+}
+
+void TrainingSession::plan_relu_fusion() {
+  const Graph& g = model_->graph;
+  const GradRegistry& grads = GradRegistry::builtin();
+  fused_relu_of_.assign(g.nodes.size(), -1);
+  fused_away_.assign(g.nodes.size(), 0);
+  std::vector<int> consumers(g.values.size(), 0), producer(g.values.size(), -1);
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    for (int v : g.nodes[ni].inputs)
+      if (v >= 0) ++consumers[static_cast<size_t>(v)];
+    for (int v : g.nodes[ni].outputs)
+      if (v >= 0) producer[static_cast<size_t>(v)] = static_cast<int>(ni);
+  }
+  for (int v : g.outputs) ++consumers[static_cast<size_t>(v)];  // a graph output must stay
+  for (int ni = 0; ni <= last_node_; ++ni) {
+    const Node& relu = g.nodes[static_cast<size_t>(ni)];
+    if (relu.op_type != "Relu" || !relu.domain.empty() || relu.inputs.size() != 1 || relu.outputs.size() != 1) continue;
+    const int v = relu.inputs[0];
+    if (v < 0 || v == logits_value_ || consumers[static_cast<size_t>(v)] != 1) continue;
+    const int p = producer[static_cast<size_t>(v)];
+    if (p < 0) continue;
+    const Node& prod = g.nodes[static_cast<size_t>(p)];
+    const GradOp* op = grads.find(prod);
+    if (!op || !op->fuses_relu || !op->forward || prod.outputs.empty() || prod.outputs[0] != v || fused_relu_of_[static_cast<size_t>(p)] >= 0)
+      continue;
+    bool other_outputs_used = false;  // e.g. BatchNormalization's optional running-statistics outputs
+    for (size_t o = 1; o < prod.outputs.size(); ++o)
+      if (prod.outputs[o] >= 0 && consumers[static_cast<size_t>(prod.outputs[o])] > 0) other_outputs_used = true;
+    if (other_outputs_used) continue;
+    fused_relu_of_[static_cast<size_t>(p)] = ni;
+    fused_away_[static_cast<size_t>(ni)] = 1;
+  }
+}
+
+int TrainingSession::output_value(int node, size_t output) const {
+  const Graph& g = model_->graph;
+  const int fused = fused_relu_of_[static_cast<size_t>(node)];
+  if (output == 0 && fused >= 0) return g.nodes[static_cast<size_t>(fused)].outputs[0];
+  return g.nodes[static_cast<size_t>(node)].outputs[output];
 }
 
 TrainingSession::~TrainingSession() = default;
@@ -215,24 +261,28 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
       for (int v : n.inputs)
         if (v >= 0 && plan->needs_grad[static_cast<size_t>(v)]) any_input_needs = true;
     }
+    // The output a fused Relu consumes is never materialised (the Relu's output is written
+    // instead); it still "needs a gradient" so that the Relu's output does too.
+    const bool fused_output = fused_relu_of_[ni] >= 0;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       const int v = n.outputs[o];
       if (v < 0 || outs[o].dtype == DType::kUnknown) continue;
+      const bool materialise = !(fused_output && o == 0);
       info[static_cast<size_t>(v)] = TensorInfo{outs[o].dtype, outs[o].shape, nullptr};
-      plan->act[static_cast<size_t>(v)] = Tensor(outs[o].dtype, outs[o].shape);
+      if (materialise) plan->act[static_cast<size_t>(v)] = Tensor(outs[o].dtype, outs[o].shape);
       if (any_input_needs && outs[o].dtype == DType::kF32) {
         if (!gop) {
           no_backward.push_back(n.describe());
           break;
         }
         plan->needs_grad[static_cast<size_t>(v)] = 1;
-        plan->grad[static_cast<size_t>(v)] = Tensor(DType::kF32, outs[o].shape);
+        if (materialise) plan->grad[static_cast<size_t>(v)] = Tensor(DType::kF32, outs[o].shape);
       }
     }
     // Accumulation temporaries: where this node's gradient lands on a value another node (or
     // another input slot of this one) also contributes to.
     plan->temp[ni].resize(n.inputs.size());
-    if (gop) {
+    if (gop && !fused_away_[ni]) {
       for (int i : gop->differentiable_inputs) {
         if (i >= static_cast<int>(n.inputs.size())) continue;
         const int v = n.inputs[static_cast<size_t>(i)];
@@ -259,7 +309,7 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
   return *slot;
 }
 
-void TrainingSession::forward(Plan& plan, const Tensor& input, bool training) {
+void TrainingSession::forward(Plan& plan, const Tensor& input, bool training, bool timed) {
   const Graph& g = model_->graph;
   Tensor& in = plan.act[static_cast<size_t>(input_value_)];
   if (input.dtype() != in.dtype()) {
@@ -273,24 +323,28 @@ void TrainingSession::forward(Plan& plan, const Tensor& input, bool training) {
   std::vector<const Tensor*> ins;
   std::vector<Tensor*> outs;
   for (int ni = 0; ni <= last_node_; ++ni) {
+    if (fused_away_[static_cast<size_t>(ni)]) continue;  // a Relu run by its producer
     const Node& n = g.nodes[static_cast<size_t>(ni)];
     ins.assign(n.inputs.size(), nullptr);
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.inputs[i] >= 0) ins[i] = &plan.act[static_cast<size_t>(n.inputs[i])];
     outs.assign(n.outputs.size(), nullptr);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
-      const int v = n.outputs[o];
+      const int v = output_value(ni, o);
       if (v >= 0 && plan.act[static_cast<size_t>(v)].defined()) outs[o] = &plan.act[static_cast<size_t>(v)];
     }
+    const bool fused_relu = fused_relu_of_[static_cast<size_t>(ni)] >= 0;
     const GradOp* gop = grads.find(n);
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (gop && gop->forward) {
       ForwardContext ctx{n, ins, outs, training, step_seed ^ static_cast<uint64_t>(ni), node_state_[static_cast<size_t>(ni)],
-                         pool_.get()};
+                         pool_.get(), fused_relu};
       gop->forward(ctx);
     } else {
       KernelContext ctx(n, ins, outs, pool_.get());
       schema_for(ops, n).reference(ctx);
     }
+    if (timed) profile_[static_cast<size_t>(ni)].forward_ms += ms_since(t0);
   }
 }
 
@@ -301,11 +355,12 @@ void TrainingSession::backward(Plan& plan) {
   std::vector<Tensor*> gins;
   std::vector<std::pair<int, Tensor*>> to_accumulate;
   for (int ni = last_node_; ni >= 0; --ni) {
+    if (fused_away_[static_cast<size_t>(ni)]) continue;  // its producer's backward covers it
     const Node& n = g.nodes[static_cast<size_t>(ni)];
     bool has_gout = false;
     gouts.assign(n.outputs.size(), nullptr);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
-      const int v = n.outputs[o];
+      const int v = output_value(ni, o);
       if (v >= 0 && plan.grad_written[static_cast<size_t>(v)]) {
         gouts[o] = &plan.grad[static_cast<size_t>(v)];
         has_gout = true;
@@ -337,9 +392,13 @@ void TrainingSession::backward(Plan& plan) {
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.inputs[i] >= 0) ins[i] = &plan.act[static_cast<size_t>(n.inputs[i])];
     outs.assign(n.outputs.size(), nullptr);
-    for (size_t o = 0; o < n.outputs.size(); ++o)
-      if (n.outputs[o] >= 0) outs[o] = &plan.act[static_cast<size_t>(n.outputs[o])];
-    BackwardContext ctx{n, ins, outs, gouts, gins, node_state_[static_cast<size_t>(ni)], pool_.get()};
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const int v = output_value(ni, o);
+      if (v >= 0) outs[o] = &plan.act[static_cast<size_t>(v)];
+    }
+    BackwardContext ctx{n, ins, outs, gouts, gins, node_state_[static_cast<size_t>(ni)], pool_.get(),
+                        fused_relu_of_[static_cast<size_t>(ni)] >= 0};
+    const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     gop->backward(ctx);
     for (size_t i = 0; i < gins.size(); ++i) {
       if (!gins[i]) continue;
@@ -347,6 +406,7 @@ void TrainingSession::backward(Plan& plan) {
       if (gins[i] == &plan.grad[static_cast<size_t>(v)]) plan.grad_written[static_cast<size_t>(v)] = 1;
     }
     for (auto& [v, t] : to_accumulate) add_into(plan.grad[static_cast<size_t>(v)], *t);
+    if (profiling_) profile_[static_cast<size_t>(ni)].backward_ms += ms_since(t0);
   }
   for (auto& [v, pi] : param_of_value_) {
     if (!plan.grad_written[static_cast<size_t>(v)]) {
@@ -358,16 +418,28 @@ void TrainingSession::backward(Plan& plan) {
 
 StepResult TrainingSession::train_step(const Tensor& input, const Tensor& labels) {
   Plan& plan = plan_for(input.shape());
-  forward(plan, input, /*training=*/true);
+  forward(plan, input, /*training=*/true, /*timed=*/profiling_);
   std::fill(plan.grad_written.begin(), plan.grad_written.end(), 0);
   StepResult r;
   const size_t lv = static_cast<size_t>(logits_value_);
+  const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   r.loss = softmax_cross_entropy(plan.act[lv], labels, options_.label_smoothing, &plan.grad[lv], &r.correct);
+  if (profiling_) profile_loss_ms_ += ms_since(t0);
   r.count = plan.act[lv].dim(0);
   plan.grad_written[lv] = 1;
   backward(plan);
   ++steps_;
+  if (profiling_) ++profiled_steps_;
   return r;
+}
+
+void TrainingSession::set_profiling(bool on) {
+  profiling_ = on;
+  profile_.clear();
+  profile_loss_ms_ = 0;
+  profiled_steps_ = 0;
+  if (!on) return;
+  for (const Node& n : model_->graph.nodes) profile_.push_back(TrainNodeProfile{n.name, n.op_type, 0, 0});
 }
 
 float TrainingSession::training_loss(const Tensor& input, const Tensor& labels) {

@@ -29,6 +29,13 @@ struct TrainingOptions {
   float label_smoothing = 0.0f;  // as torch.nn.CrossEntropyLoss(label_smoothing=...)
 };
 
+// One node's accumulated training time (profiling on): forward in training mode and backward,
+// summed over the steps since profiling was switched on.
+struct TrainNodeProfile {
+  std::string name, op_type;
+  double forward_ms = 0, backward_ms = 0;
+};
+
 struct StepResult {
   float loss = 0;        // mean softmax cross-entropy over the batch
   int64_t correct = 0;   // top-1 hits in the batch (from the training-mode logits)
@@ -62,6 +69,14 @@ class TrainingSession {
   // Inference-mode forward (running statistics, no dropout) up to the logits (a trailing Softmax
   // is not run). The returned logits stay valid until the next call.
   const Tensor& predict(const Tensor& input);
+  // Per-node timing of train_step (two clock reads per node and pass). Switching it on clears
+  // what was accumulated; loss_ms is the softmax cross-entropy's share.
+  void set_profiling(bool on);
+  bool profiling() const { return profiling_; }
+  const std::vector<TrainNodeProfile>& profile() const { return profile_; }
+  double profile_loss_ms() const { return profile_loss_ms_; }
+  int64_t profiled_steps() const { return profiled_steps_; }
+
   int64_t steps_taken() const { return steps_; }
   void set_steps_taken(int64_t steps) { steps_ = steps; }  // for resumed runs (dropout draws)
 
@@ -71,7 +86,7 @@ class TrainingSession {
  private:
   struct Plan;
   Plan& plan_for(const Shape& input_shape);
-  void forward(Plan& plan, const Tensor& input, bool training);
+  void forward(Plan& plan, const Tensor& input, bool training, bool timed = false);
   void backward(Plan& plan);
 
   std::shared_ptr<Model> model_;
@@ -84,7 +99,17 @@ class TrainingSession {
   int last_node_ = -1;  // nodes after this one (a trailing Softmax) are skipped in training
   std::map<Shape, std::unique_ptr<Plan>> plans_;
   std::vector<NodeState> node_state_;
+  // Relu fusion (GradOp::fuses_relu): per node, the Relu node that runs inside it (-1: none), and
+  // whether a node is such a Relu (then it is skipped in both passes). Decided once per graph.
+  std::vector<int> fused_relu_of_;
+  std::vector<char> fused_away_;
+  void plan_relu_fusion();
+  int output_value(int node, size_t output) const;  // the value a node's output writes to
   int64_t steps_ = 0;
+  bool profiling_ = false;
+  std::vector<TrainNodeProfile> profile_;  // per node (empty unless profiling)
+  double profile_loss_ms_ = 0;
+  int64_t profiled_steps_ = 0;
 };
 
 }  // namespace xnn::train

@@ -2,6 +2,7 @@
 // Trains a model (configs/train/README.md), records the result in the results store (experiment
 // = the config's name, one job on target "cpu" with test accuracy, train time, step time), and
 // writes the trained model as .xnn and .onnx.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,12 +20,65 @@
 namespace xnn::cli {
 namespace fs = std::filesystem;
 
+namespace {
+
+// Per step: node rows, then the loss and the optimiser update, in milliseconds.
+struct ProfileRow {
+  std::string name, type;
+  double forward_ms, backward_ms;
+};
+
+std::vector<ProfileRow> profile_rows(const train::TrainResult& r) {
+  const double steps = static_cast<double>(std::max<int64_t>(r.profiled_steps, 1));
+  std::vector<ProfileRow> rows;
+  for (const train::TrainNodeProfile& p : r.profile)
+    rows.push_back({p.name, p.op_type, p.forward_ms / steps, p.backward_ms / steps});
+  rows.push_back({"(loss)", "SoftmaxCrossEntropy", r.profile_loss_ms / steps, 0});
+  rows.push_back({"(optimizer)", "update", 0, r.profile_optimizer_ms / steps});
+  return rows;
+}
+
+void print_profile(const train::TrainResult& r) {
+  std::vector<ProfileRow> rows = profile_rows(r);
+  double total = 0;
+  for (const ProfileRow& p : rows) total += p.forward_ms + p.backward_ms;
+  std::printf("\nper-node training profile (mean per step over %lld steps, sorted by time)\n",
+              static_cast<long long>(r.profiled_steps));
+  std::printf("%-28s %-20s %10s %10s %10s %7s %7s\n", "node", "type", "fwd ms", "bwd ms", "total ms", "%", "cum %");
+  std::sort(rows.begin(), rows.end(),
+            [](const ProfileRow& a, const ProfileRow& b) { return a.forward_ms + a.backward_ms > b.forward_ms + b.backward_ms; });
+  double cum = 0;
+  for (const ProfileRow& p : rows) {
+    const double t = p.forward_ms + p.backward_ms, pct = total > 0 ? 100 * t / total : 0;
+    cum += pct;
+    std::printf("%-28.28s %-20.20s %10.3f %10.3f %10.3f %7.2f %7.2f\n", p.name.c_str(), p.type.c_str(), p.forward_ms,
+                p.backward_ms, t, pct, cum);
+  }
+  std::printf("%-28s %-20s %10s %10s %10.3f\n", "total", "", "", "", total);
+}
+
+void write_profile_json(json::Writer& w, const train::TrainResult& r) {
+  w.field("profiled_steps", r.profiled_steps);
+  w.key("profile").begin_array();
+  for (const ProfileRow& p : profile_rows(r)) {
+    w.begin_object()
+        .field("name", p.name)
+        .field("type", p.type)
+        .field("forward_ms", p.forward_ms)
+        .field("backward_ms", p.backward_ms)
+        .end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace
+
 void add_train_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST from a training config (autograd, optimisers, "
                                           "checkpoints), record it, export .xnn and .onnx");
   static std::string config_path, db_path = "xnn-lab.db", tag;
   static std::vector<std::string> overrides;
-  static bool as_json = false, no_record = false;
+  static bool as_json = false, no_record = false, profile = false;
   cmd->add_option("config", config_path, "Training config (YAML), e.g. configs/train/fmnist_small_cnn.yaml")
       ->required()
       ->check(CLI::ExistingFile);
@@ -33,6 +87,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tag", tag, "Tag the recorded run");
   cmd->add_flag("--no-record", no_record, "Do not record the result in the store");
   cmd->add_flag("--json", as_json, "Print the result as JSON (progress goes to stderr)");
+  cmd->add_flag("--profile", profile,
+                "Time every node's forward and backward pass, the loss and the optimiser update (per step, "
+                "every step after the first); printed as a table, or as `profile` in --json");
   std::string ops;  // from the registry, so the help never drifts from what has a backward kernel
   for (const std::string& op : train::GradRegistry::builtin().op_types()) ops += (ops.empty() ? "" : ", ") + op;
   cmd->footer("Ops with a backward kernel (trainable): " + ops +
@@ -40,6 +97,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
               "(checkpoint.dir) after an interruption.");
   cmd->callback([&exit_code] {
     train::TrainConfig cfg = train::load_train_config(config_path, overrides);
+    cfg.profile = profile;
     std::unique_ptr<Store> store;
     std::string run_id, job_id;
     if (!no_record) {
@@ -131,7 +189,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
             .field("seconds", e.seconds)
             .end_object();
       }
-      w.end_array().end_object();
+      w.end_array();
+      if (profile) write_profile_json(w, r);
+      w.end_object();
       std::printf("%s\n", w.str().c_str());
     } else {
       std::printf("%s: test accuracy %.2f%% after %zu epochs (%.1f s here), %lld parameters\n  model: %s\n%s%s",
@@ -139,6 +199,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   static_cast<long long>(r.parameters), r.xnn_path.c_str(),
                   r.onnx_path.empty() ? "" : ("  onnx:  " + r.onnx_path + "\n").c_str(),
                   run_id.empty() ? "" : ("  recorded as run " + run_id + " in " + db_path + "\n").c_str());
+      if (profile) print_profile(r);
     }
     exit_code = 0;
   });

@@ -334,13 +334,18 @@ TrainResult run_training(const TrainConfig& c, const ProgressFn& progress, std::
     while (loader.next(b)) {
       const auto s0 = std::chrono::steady_clock::now();
       lr = schedule->lr_at(ck.steps);
+      // Profile every step after this run's first (which allocates the plan).
+      if (c.profile && !session.profiling() && steps + epoch > ck.epochs_done) session.set_profiling(true);
       const StepResult r = session.train_step(b.images, b.labels);
       if (!std::isfinite(r.loss)) {
         throw Error("training diverged: loss is " + std::to_string(r.loss) + " at epoch " + std::to_string(epoch + 1) +
                     " step " + std::to_string(steps + 1) + " (lower optimizer.lr or set optimizer.clip_grad_norm)");
       }
       if (c.clip_grad_norm > 0) clip_grad_norm(session.parameters(), c.clip_grad_norm);
+      const auto u0 = std::chrono::steady_clock::now();
       opt->step(session.parameters(), lr);
+      if (session.profiling())
+        result.profile_optimizer_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - u0).count();
       if (after_step) after_step(ck.steps + 1, total_steps, session.parameters());
       step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
       ++ck.steps;
@@ -379,6 +384,11 @@ TrainResult run_training(const TrainConfig& c, const ProgressFn& progress, std::
     result.step_ms_median = step_ms[step_ms.size() / 2];
   }
   result.history = ck.history;
+  if (session.profiling()) {
+    result.profile = session.profile();
+    result.profile_loss_ms = session.profile_loss_ms();
+    result.profiled_steps = session.profiled_steps();
+  }
   if (result.epochs_run == 0) {  // everything came from the checkpoint: measure the model as it is
     EpochStats e;
     result.test_accuracy = evaluate(session, test, c, &result.test_loss);

@@ -19,6 +19,7 @@
 #include "engine/train/lr_schedule.h"
 #include "engine/train/optimizer.h"
 #include "engine/train/parameter.h"
+#include "engine/train/training_session.h"
 #include "harness/data/batch_loader.h"
 #include "harness/train/model_builder.h"
 
@@ -53,6 +54,7 @@ struct TrainConfig {
   bool resume = true;                   // continue from the checkpoint when it matches this config
   bool export_onnx = true;
   int log_every = 50;                   // progress line every N steps (0: epoch lines only)
+  bool profile = false;                 // per-node forward/backward times (CLI --profile; not in YAML)
   std::string resolved_yaml;            // the config after overrides (hashed for resume checks)
 };
 
@@ -77,6 +79,11 @@ struct TrainResult {
   int epochs_run = 0;         // by this process
   int resumed_from_epoch = 0; // 0: started fresh
   std::vector<EpochStats> history;  // every epoch so far (including resumed ones)
+  // With config.profile: per-node time summed over the profiled steps (every step of this run
+  // but the first, which allocates), the loss and the optimiser update.
+  std::vector<TrainNodeProfile> profile;
+  double profile_loss_ms = 0, profile_optimizer_ms = 0;
+  int64_t profiled_steps = 0;
   std::string xnn_path, onnx_path, checkpoint_dir;
 };
 

@@ -425,6 +425,59 @@ namespace {
 
 // The parallel kernels (images split into per-thread chunks, partial weight gradients summed)
 // give the serial result up to float summation order.
+// BatchNormalization followed by a Relu that alone reads its output runs as one fused node
+// (GradOp::fuses_relu): the Relu's output is written directly and its gradient masked on the fly.
+TEST(AutogradBatchNorm, FusedReluMatchesFiniteDifferences) {
+  GraphBuilder b;
+  b.batch = 4;
+  const int x = b.param("x", {b.batch, 3, 4, 5});
+  const int scale = b.param("gamma", {3}, 0.5f, 1.5f);
+  const int bias = b.param("beta", {3}, -0.5f, 0.5f);
+  const int mean = b.constant("mean", Tensor(DType::kF32, {3}));
+  Tensor var(DType::kF32, {3});
+  for (int i = 0; i < 3; ++i) var.data<float>()[i] = 1.0f;
+  const int vr = b.constant("var", var);
+  const int y = b.node("BatchNormalization", {x, scale, bias, mean, vr});
+  const int r = b.node("Relu", {y});
+  b.finish(r, 60);
+  check_gradients(b, 60, "BatchNormalization + Relu (fused)");
+}
+
+// The fused pass computes bit for bit what the two nodes compute apart; a graph in which the
+// BatchNorm output is also a graph output (so it must exist and is not fused) has the same loss.
+TEST(AutogradBatchNorm, FusedReluGivesTheUnfusedGradientsExactly) {
+  std::vector<std::vector<float>> grads[2];
+  for (int unfused = 0; unfused < 2; ++unfused) {
+    GraphBuilder b;
+    b.batch = 6;
+    const int x = b.param("x", {b.batch, 4, 5, 7});
+    const int w = b.param("w", {8, 4, 3, 3}, -0.5f, 0.5f);
+    const int c = b.node("Conv", {x, w}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+    const int scale = b.param("gamma", {8}, 0.5f, 1.5f);
+    const int bias = b.param("beta", {8}, -0.5f, 0.5f);
+    const int mean = b.constant("mean", Tensor(DType::kF32, {8}));
+    Tensor var(DType::kF32, {8});
+    for (int i = 0; i < 8; ++i) var.data<float>()[i] = 1.0f;
+    const int vr = b.constant("var", var);
+    const int y = b.node("BatchNormalization", {c, scale, bias, mean, vr});
+    const int r = b.node("Relu", {y});
+    const int p = b.node("MaxPool", {r}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+    b.finish(p, 8 * 2 * 3);
+    if (unfused) b.g().outputs.push_back(y);
+    TrainingSession s(b.model, TrainingOptions{2, 0, 0.0f});
+    Tensor z = b.random({6, 48}, -0.1f, 0.1f);
+    Tensor labels = Tensor::from_vector<int64_t>({0, 3, 5, 7, 9, 40}, {6});
+    s.set_profiling(true);
+    s.train_step(z, labels);
+    for (const TrainNodeProfile& np : s.profile())
+      if (np.op_type == "Relu") EXPECT_EQ(np.forward_ms == 0.0, unfused == 0) << "the Relu ran as its own node";
+    for (const Parameter& prm : s.parameters())
+      grads[unfused].emplace_back(prm.grad.data<float>(), prm.grad.data<float>() + prm.grad.numel());
+  }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_EQ(grads[0][i], grads[1][i]) << "parameter " << i;
+}
+
 TEST(TrainingSession, ThreadsAgreeWithSerial) {
   std::vector<std::vector<float>> grads[2];
   for (int threads : {1, 2}) {

@@ -1,0 +1,51 @@
+// Dispatch and the baseline build of the training kernels (bodies in training_kernels_impl.h).
+#include "engine/kernels/training_kernels.h"
+
+#include "engine/kernels/training_kernels_impl.h"
+
+namespace xnn::kernels {
+namespace impl = training_impl;
+
+void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float* sum_sq, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_shifted_sums(x, n, shift, sum, sum_sq);
+  impl::shifted_sums(x, n, shift, sum, sum_sq);
+}
+
+void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_scale_shift(x, n, a, b, relu, y);
+  impl::scale_shift(x, n, a, b, relu, y);
+}
+
+void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
+                      float* sum_dz_xc, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_bn_grad_sums(x, dy, r, n, mean, sum_dz, sum_dz_xc);
+  impl::bn_grad_sums(x, dy, r, n, mean, sum_dz, sum_dz_xc);
+}
+
+void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
+                       float c, float* dx, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx);
+  impl::bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx);
+}
+
+void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_relu_grad(y, dy, n, dx);
+  impl::relu_grad(y, dy, n, dx);
+}
+
+void f32_vmul(const float* x, const float* m, int64_t n, float* y, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_vmul(x, m, n, y);
+  impl::vmul(x, m, n, y);
+}
+
+void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_maxpool2x2_argmax_row(r0, r1, ow, out, idx);
+  impl::maxpool2x2_argmax_row(r0, r1, ow, out, idx);
+}
+
+void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_maxpool2x2_grad_row(dy, idx, ow, d0, d1);
+  impl::maxpool2x2_grad_row(dy, idx, ow, d0, d1);
+}
+
+}  // namespace xnn::kernels

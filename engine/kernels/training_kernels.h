@@ -1,0 +1,65 @@
+// fp32 kernels of the training path (engine/train): the memory-bound passes between the
+// convolutions of a training step — BatchNorm batch statistics, affine and backward passes (with
+// an optional fused ReLU), ReLU backward, 2×2 stride-2 max pooling that records its argmax, and
+// dropout masks. Each pass reads and writes a whole batch of activations (megabytes), so what
+// matters is one sweep per pass at full vector width.
+//
+// Each kernel works on one contiguous row (the caller splits the batch into rows and rows over
+// threads). The bodies are written once as plain loops (training_kernels_impl.h) and compiled
+// twice: baseline x86-64 (the scalar path, the definition) and AVX2+FMA
+// (training_kernels_avx2.cpp). FP contraction is off in both builds (engine/CMakeLists.txt) and
+// every reduction uses the same 16 explicit lanes, so both paths give bit-identical results: a
+// training run does not depend on the CPU it runs on, and the tests compare them exactly.
+#pragma once
+#include <cstdint>
+
+#include "engine/kernels/cpu_features.h"
+
+namespace xnn::kernels {
+
+// Σ (x[i] − shift) and Σ (x[i] − shift)² over n floats (16 lanes, summed at the end).
+void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float* sum_sq, Isa isa = best_isa());
+
+// y[i] = x[i]·a + b, then max(·, 0) when relu. y may be x.
+void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y, Isa isa = best_isa());
+
+// BatchNorm backward, pass 1 over one row: Σ dz and Σ dz·(x − mean), where dz = dy, or, with a
+// fused ReLU (r = the ReLU's output, non-null), dz = dy where r > 0 and 0 elsewhere.
+void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
+                      float* sum_dz_xc, Isa isa = best_isa());
+// Pass 2: dx[i] = k·(dz[i] − mean_dz − (x[i] − mean)·c), dz as in pass 1.
+void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
+                       float c, float* dx, Isa isa = best_isa());
+
+// ReLU backward from its output (y > 0 exactly where x > 0): dx[i] = y[i] > 0 ? dy[i] : 0.
+void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx, Isa isa = best_isa());
+
+// y[i] = x[i]·m[i] (dropout forward and backward with a mask of 0 and 1/(1−p)).
+void f32_vmul(const float* x, const float* m, int64_t n, float* y, Isa isa = best_isa());
+
+// One output row of a 2×2 stride-2 max pool over input rows r0, r1 (at least 2·ow floats each):
+// out[j] = max of the window, idx[j] = the winning tap (0 r0[2j], 1 r0[2j+1], 2 r1[2j],
+// 3 r1[2j+1]); the first maximum in that order wins, as in the reference MaxPool (a NaN seed
+// sticks, a later NaN never replaces).
+void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx,
+                               Isa isa = best_isa());
+// Its backward: d0[2j + t] and d1[2j + t] receive dy[j] at the recorded tap and 0 elsewhere
+// (every one of the 4·ow floats is written).
+void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1,
+                             Isa isa = best_isa());
+
+// ---- AVX2 builds of the same bodies (training_kernels_avx2.cpp; only when isa_supported(kAvx2)) --
+namespace training_avx2 {
+void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float* sum_sq);
+void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y);
+void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
+                      float* sum_dz_xc);
+void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
+                       float c, float* dx);
+void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx);
+void f32_vmul(const float* x, const float* m, int64_t n, float* y);
+void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx);
+void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1);
+}  // namespace training_avx2
+
+}  // namespace xnn::kernels

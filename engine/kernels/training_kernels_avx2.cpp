@@ -1,0 +1,189 @@
+// The training kernels for AVX2 (this file's name gives it -mavx2 -mfma; engine/CMakeLists.txt
+// turns FP contraction off for it). Elementwise passes are the baseline bodies vectorised by the
+// compiler; the reductions and the max pool are written out, because the compiler vectorises
+// the 16-lane sums badly (permutes per element) and not the pool's stride-2 loads at all. Each
+// computes exactly what the baseline body computes: lane j of the two accumulators holds the
+// same partial sum as a[j] there, added up in the same order.
+#include <immintrin.h>
+
+#include "engine/kernels/training_kernels.h"
+#include "engine/kernels/training_kernels_impl.h"
+
+namespace xnn::kernels::training_avx2 {
+namespace impl = training_impl;
+namespace {
+
+static_assert(impl::kLanes == 16, "two ymm accumulators hold the 16 lanes");
+
+// s (the tail's sum) + lanes 0..15 in order, as the baseline body adds them.
+float add_lanes(float s, __m256 lo, __m256 hi) {
+  alignas(32) float lanes[16];
+  _mm256_store_ps(lanes, lo);
+  _mm256_store_ps(lanes + 8, hi);
+  for (float v : lanes) s += v;
+  return s;
+}
+
+}  // namespace
+
+void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float* sum_sq) {
+  const __m256 vs = _mm256_set1_ps(shift);
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), vs);
+    const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs);
+    a0 = _mm256_add_ps(a0, d0);
+    a1 = _mm256_add_ps(a1, d1);
+    b0 = _mm256_add_ps(b0, _mm256_mul_ps(d0, d0));
+    b1 = _mm256_add_ps(b1, _mm256_mul_ps(d1, d1));
+  }
+  float s = 0, q = 0;
+  for (; i < n; ++i) {
+    const float d = x[i] - shift;
+    s += d;
+    q += d * d;
+  }
+  *sum = add_lanes(s, a0, a1);
+  *sum_sq = add_lanes(q, b0, b1);
+}
+
+void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y) {
+  impl::scale_shift(x, n, a, b, relu, y);
+}
+
+void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
+                      float* sum_dz_xc) {
+  const __m256 vm = _mm256_set1_ps(mean), zero = _mm256_setzero_ps();
+  __m256 a0 = zero, a1 = zero, b0 = zero, b1 = zero;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 g0 = _mm256_loadu_ps(dy + i), g1 = _mm256_loadu_ps(dy + i + 8);
+    if (r) {
+      g0 = _mm256_and_ps(g0, _mm256_cmp_ps(_mm256_loadu_ps(r + i), zero, _CMP_GT_OQ));
+      g1 = _mm256_and_ps(g1, _mm256_cmp_ps(_mm256_loadu_ps(r + i + 8), zero, _CMP_GT_OQ));
+    }
+    a0 = _mm256_add_ps(a0, g0);
+    a1 = _mm256_add_ps(a1, g1);
+    b0 = _mm256_add_ps(b0, _mm256_mul_ps(g0, _mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
+    b1 = _mm256_add_ps(b1, _mm256_mul_ps(g1, _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm)));
+  }
+  float s = 0, q = 0;
+  for (; i < n; ++i) {
+    const float dz = r ? impl::masked(dy, r, i) : dy[i];
+    s += dz;
+    q += dz * (x[i] - mean);
+  }
+  *sum_dz = add_lanes(s, a0, a1);
+  *sum_dz_xc = add_lanes(q, b0, b1);
+}
+
+void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
+                       float c, float* dx) {
+  impl::bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx);
+}
+
+void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx) { impl::relu_grad(y, dy, n, dx); }
+
+void f32_vmul(const float* x, const float* m, int64_t n, float* y) { impl::vmul(x, m, n, y); }
+
+namespace {
+
+// Lanes [0, count) of a mask vector (count may be <= 0 or >= 8).
+__m256i first_lanes(int64_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// 8 outputs of the 2×2 max pool from 16 inputs of each row (k < 8: the first k outputs only;
+// masked loads read nothing past the 2k inputs, masked stores write nothing past k outputs).
+template <bool kPartial>
+void maxpool2x2_block(const float* r0, const float* r1, int64_t k, float* out, uint8_t* idx) {
+  __m256 p0, p1, q0, q1;
+  if (kPartial) {
+    const __m256i lo = first_lanes(2 * k), hi = first_lanes(2 * k - 8);
+    p0 = _mm256_maskload_ps(r0, lo), p1 = _mm256_maskload_ps(r0 + 8, hi);
+    q0 = _mm256_maskload_ps(r1, lo), q1 = _mm256_maskload_ps(r1 + 8, hi);
+  } else {
+    p0 = _mm256_loadu_ps(r0), p1 = _mm256_loadu_ps(r0 + 8);
+    q0 = _mm256_loadu_ps(r1), q1 = _mm256_loadu_ps(r1 + 8);
+  }
+  // Even and odd columns; the in-lane shuffles leave outputs in the order 0 1 4 5 | 2 3 6 7,
+  // put right once at the end (vpermpd 0xD8).
+  const __m256 a = _mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(2, 0, 2, 0));
+  const __m256 b = _mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 1, 3, 1));
+  const __m256 c = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(2, 0, 2, 0));
+  const __m256 d = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(3, 1, 3, 1));
+  // Strictly greater, false on NaN: the same first-maximum rule as the baseline body.
+  const __m256 tb = _mm256_cmp_ps(b, a, _CMP_GT_OQ);
+  __m256 m = _mm256_blendv_ps(a, b, tb);
+  const __m256 tc = _mm256_cmp_ps(c, m, _CMP_GT_OQ);
+  m = _mm256_blendv_ps(m, c, tc);
+  const __m256 td = _mm256_cmp_ps(d, m, _CMP_GT_OQ);
+  m = _mm256_blendv_ps(m, d, td);
+  __m256i t = _mm256_and_si256(_mm256_castps_si256(tb), _mm256_set1_epi32(1));
+  t = _mm256_blendv_epi8(t, _mm256_set1_epi32(2), _mm256_castps_si256(tc));
+  t = _mm256_blendv_epi8(t, _mm256_set1_epi32(3), _mm256_castps_si256(td));
+  m = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8));
+  t = _mm256_permute4x64_epi64(t, 0xD8);
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+  const __m128i bytes = _mm_packus_epi16(w, w);
+  if (kPartial) {
+    _mm256_maskstore_ps(out, first_lanes(k), m);
+    alignas(8) uint8_t tmp[8];
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(tmp), bytes);
+    for (int64_t i = 0; i < k; ++i) idx[i] = tmp[i];
+  } else {
+    _mm256_storeu_ps(out, m);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(idx), bytes);
+  }
+}
+
+template <bool kPartial>
+void maxpool2x2_grad_block(const float* dy, const uint8_t* idx, int64_t k, float* d0, float* d1) {
+  __m256 g;
+  __m256i t;
+  if (kPartial) {
+    g = _mm256_maskload_ps(dy, first_lanes(k));
+    alignas(8) uint8_t tmp[8] = {};
+    for (int64_t i = 0; i < k; ++i) tmp[i] = idx[i];
+    t = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tmp)));
+  } else {
+    g = _mm256_loadu_ps(dy);
+    t = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(idx)));
+  }
+  auto tap = [&](int v) { return _mm256_and_ps(g, _mm256_castsi256_ps(_mm256_cmpeq_epi32(t, _mm256_set1_epi32(v)))); };
+  const __m256 ga = tap(0), gb = tap(1), gc = tap(2), gd = tap(3);
+  // Interleave (a, b) into row 0's 16 floats and (c, d) into row 1's.
+  const __m256 ab_lo = _mm256_unpacklo_ps(ga, gb), ab_hi = _mm256_unpackhi_ps(ga, gb);
+  const __m256 cd_lo = _mm256_unpacklo_ps(gc, gd), cd_hi = _mm256_unpackhi_ps(gc, gd);
+  const __m256 a0 = _mm256_permute2f128_ps(ab_lo, ab_hi, 0x20), a1 = _mm256_permute2f128_ps(ab_lo, ab_hi, 0x31);
+  const __m256 c0 = _mm256_permute2f128_ps(cd_lo, cd_hi, 0x20), c1 = _mm256_permute2f128_ps(cd_lo, cd_hi, 0x31);
+  if (kPartial) {
+    const __m256i lo = first_lanes(2 * k), hi = first_lanes(2 * k - 8);
+    _mm256_maskstore_ps(d0, lo, a0);
+    _mm256_maskstore_ps(d0 + 8, hi, a1);
+    _mm256_maskstore_ps(d1, lo, c0);
+    _mm256_maskstore_ps(d1 + 8, hi, c1);
+  } else {
+    _mm256_storeu_ps(d0, a0);
+    _mm256_storeu_ps(d0 + 8, a1);
+    _mm256_storeu_ps(d1, c0);
+    _mm256_storeu_ps(d1 + 8, c1);
+  }
+}
+
+}  // namespace
+
+void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx) {
+  int64_t j = 0;
+  for (; j + 8 <= ow; j += 8) maxpool2x2_block<false>(r0 + 2 * j, r1 + 2 * j, 8, out + j, idx + j);
+  if (j < ow) maxpool2x2_block<true>(r0 + 2 * j, r1 + 2 * j, ow - j, out + j, idx + j);
+}
+
+void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1) {
+  int64_t j = 0;
+  for (; j + 8 <= ow; j += 8) maxpool2x2_grad_block<false>(dy + j, idx + j, 8, d0 + 2 * j, d1 + 2 * j);
+  if (j < ow) maxpool2x2_grad_block<true>(dy + j, idx + j, ow - j, d0 + 2 * j, d1 + 2 * j);
+}
+
+}  // namespace xnn::kernels::training_avx2

@@ -1,0 +1,124 @@
+// Bodies of the training kernels (training_kernels.h), included by training_kernels.cpp
+// (baseline build) and training_kernels_avx2.cpp (-mavx2 -mfma) inside a namespace of their
+// own. Plain loops the compiler vectorises: independent lanes, no data-dependent branches.
+// Sums keep eight explicit lanes, so the two builds add in the same order.
+#pragma once
+#include <cstdint>
+
+namespace xnn::kernels::training_impl {
+
+inline constexpr int kLanes = 16;
+
+inline void shifted_sums(const float* x, int64_t n, float shift, float* sum, float* sum_sq) {
+  float a[kLanes] = {}, b[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float d = x[i + j] - shift;
+      a[j] += d;
+      b[j] += d * d;
+    }
+  }
+  float s = 0, q = 0;
+  for (; i < n; ++i) {
+    const float d = x[i] - shift;
+    s += d;
+    q += d * d;
+  }
+  for (int j = 0; j < kLanes; ++j) s += a[j], q += b[j];
+  *sum = s;
+  *sum_sq = q;
+}
+
+inline void scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y) {
+  if (relu) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i] * a + b;
+      y[i] = v > 0.0f ? v : 0.0f;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
+  }
+}
+
+// dz of the BatchNorm output: dy, masked by the fused ReLU's output when there is one.
+inline float masked(const float* dy, const float* r, int64_t i) { return r[i] > 0.0f ? dy[i] : 0.0f; }
+
+inline void bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
+                         float* sum_dz_xc) {
+  float a[kLanes] = {}, b[kLanes] = {};
+  float s = 0, q = 0;
+  int64_t i = 0;
+  if (r) {
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) {
+        const float dz = masked(dy, r, i + j);
+        a[j] += dz;
+        b[j] += dz * (x[i + j] - mean);
+      }
+    }
+    for (; i < n; ++i) {
+      const float dz = masked(dy, r, i);
+      s += dz;
+      q += dz * (x[i] - mean);
+    }
+  } else {
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) {
+        a[j] += dy[i + j];
+        b[j] += dy[i + j] * (x[i + j] - mean);
+      }
+    }
+    for (; i < n; ++i) {
+      s += dy[i];
+      q += dy[i] * (x[i] - mean);
+    }
+  }
+  for (int j = 0; j < kLanes; ++j) s += a[j], q += b[j];
+  *sum_dz = s;
+  *sum_dz_xc = q;
+}
+
+inline void bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k,
+                          float mean_dz, float c, float* dx) {
+  if (r) {
+    for (int64_t i = 0; i < n; ++i) dx[i] = k * (masked(dy, r, i) - mean_dz - (x[i] - mean) * c);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dx[i] = k * (dy[i] - mean_dz - (x[i] - mean) * c);
+  }
+}
+
+inline void relu_grad(const float* y, const float* dy, int64_t n, float* dx) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+inline void vmul(const float* x, const float* m, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * m[i];
+}
+
+inline void maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx) {
+  for (int64_t j = 0; j < ow; ++j) {
+    const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+    const bool tb = b > a;
+    float m = tb ? b : a;
+    const bool tc = c > m;
+    m = tc ? c : m;
+    const bool td = d > m;
+    m = td ? d : m;
+    out[j] = m;
+    idx[j] = static_cast<uint8_t>(td ? 3 : tc ? 2 : tb ? 1 : 0);
+  }
+}
+
+inline void maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1) {
+  for (int64_t j = 0; j < ow; ++j) {
+    const float g = dy[j];
+    const int t = idx[j];
+    d0[2 * j] = t == 0 ? g : 0.0f;
+    d0[2 * j + 1] = t == 1 ? g : 0.0f;
+    d1[2 * j] = t == 2 ? g : 0.0f;
+    d1[2 * j + 1] = t == 3 ? g : 0.0f;
+  }
+}
+
+}  // namespace xnn::kernels::training_impl

@@ -1,0 +1,135 @@
+// The training kernels (engine/kernels/training_kernels.h): the scalar path against plain
+// definitions written here, and the AVX2 path bit-identical to the scalar one (the header's
+// promise), on lengths around the vector widths and on data with ties, zeros and NaNs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "engine/kernels/training_kernels.h"
+
+namespace xnn::kernels {
+namespace {
+
+std::vector<float> data(int64_t n, unsigned seed, bool specials) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = d(rng);
+  if (specials) {
+    for (size_t i = 0; i < v.size(); i += 5) v[i] = std::round(v[i]);  // ties and exact zeros
+    for (size_t i = 3; i < v.size(); i += 17) v[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+const std::vector<int64_t> kLengths = {0, 1, 7, 8, 15, 16, 17, 31, 33, 49, 196, 784, 1001};
+
+bool have_avx2() { return isa_supported(Isa::kAvx2); }
+
+TEST(TrainingKernels, SumsMatchDefinitionAndAreBitIdenticalAcrossIsas) {
+  for (int64_t n : kLengths) {
+    const std::vector<float> x = data(n, 1, false), dy = data(n, 2, false), r = data(n, 3, true);
+    float s = 0, q = 0;
+    f32_shifted_sums(x.data(), n, 0.25f, &s, &q, Isa::kScalar);
+    double es = 0, eq = 0;
+    for (float v : x) es += v - 0.25, eq += (v - 0.25) * (v - 0.25);
+    EXPECT_NEAR(s, es, 1e-4 * (1 + std::sqrt(static_cast<double>(n)))) << n;
+    EXPECT_NEAR(q, eq, 1e-4 * (1 + eq)) << n;
+    float a = 0, b = 0;
+    f32_bn_grad_sums(x.data(), dy.data(), r.data(), n, 0.1f, &a, &b, Isa::kScalar);
+    double ea = 0, eb = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (r[static_cast<size_t>(i)] > 0) ea += dy[static_cast<size_t>(i)], eb += dy[static_cast<size_t>(i)] * (x[static_cast<size_t>(i)] - 0.1);
+    EXPECT_NEAR(a, ea, 1e-4 * (1 + std::sqrt(static_cast<double>(n)))) << n;
+    EXPECT_NEAR(b, eb, 1e-4 * (1 + std::sqrt(static_cast<double>(n)))) << n;
+    if (!have_avx2()) continue;
+    float s2 = 0, q2 = 0, a2 = 0, b2 = 0, a3 = 0, b3 = 0, a4 = 0, b4 = 0;
+    f32_shifted_sums(x.data(), n, 0.25f, &s2, &q2, Isa::kAvx2);
+    f32_bn_grad_sums(x.data(), dy.data(), r.data(), n, 0.1f, &a2, &b2, Isa::kAvx2);
+    f32_bn_grad_sums(x.data(), dy.data(), nullptr, n, 0.1f, &a3, &b3, Isa::kScalar);
+    f32_bn_grad_sums(x.data(), dy.data(), nullptr, n, 0.1f, &a4, &b4, Isa::kAvx2);
+    EXPECT_EQ(std::memcmp(&s, &s2, 4), 0) << n;
+    EXPECT_EQ(std::memcmp(&q, &q2, 4), 0) << n;
+    EXPECT_EQ(std::memcmp(&a, &a2, 4), 0) << n;
+    EXPECT_EQ(std::memcmp(&b, &b2, 4), 0) << n;
+    EXPECT_EQ(std::memcmp(&a3, &a4, 4), 0) << n;
+    EXPECT_EQ(std::memcmp(&b3, &b4, 4), 0) << n;
+  }
+}
+
+TEST(TrainingKernels, ElementwisePassesMatchDefinitionOnBothIsas) {
+  for (int64_t n : kLengths) {
+    const std::vector<float> x = data(n, 4, true), dy = data(n, 5, false), r = data(n, 6, true), m = data(n, 7, false);
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+      if (!isa_supported(isa)) continue;
+      SCOPED_TRACE(std::string(isa_name(isa)) + " n=" + std::to_string(n));
+      std::vector<float> y(x.size()), want(x.size());
+      f32_scale_shift(x.data(), n, 1.5f, -0.25f, true, y.data(), isa);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const float v = x[i] * 1.5f - 0.25f;
+        want[i] = v > 0 ? v : 0.0f;
+      }
+      EXPECT_TRUE(same_bits(y, want));
+      f32_scale_shift(x.data(), n, 1.5f, -0.25f, false, y.data(), isa);
+      for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * 1.5f - 0.25f;
+      EXPECT_TRUE(same_bits(y, want));
+      f32_bn_grad_apply(x.data(), dy.data(), r.data(), n, 0.1f, 0.7f, 0.05f, 0.3f, y.data(), isa);
+      for (size_t i = 0; i < x.size(); ++i) want[i] = 0.7f * ((r[i] > 0 ? dy[i] : 0.0f) - 0.05f - (x[i] - 0.1f) * 0.3f);
+      EXPECT_TRUE(same_bits(y, want));
+      f32_relu_grad(r.data(), dy.data(), n, y.data(), isa);
+      for (size_t i = 0; i < x.size(); ++i) want[i] = r[i] > 0 ? dy[i] : 0.0f;
+      EXPECT_TRUE(same_bits(y, want));
+      f32_vmul(dy.data(), m.data(), n, y.data(), isa);
+      for (size_t i = 0; i < x.size(); ++i) want[i] = dy[i] * m[i];
+      EXPECT_TRUE(same_bits(y, want));
+    }
+  }
+}
+
+TEST(TrainingKernels, MaxPoolArgmaxFollowsTheFirstMaximumRuleAndRoutesGradients) {
+  for (int64_t ow : {1, 3, 7, 8, 9, 14, 16, 23}) {
+    std::vector<float> r0 = data(2 * ow + 1, 10, true), r1 = data(2 * ow + 1, 11, true);
+    // Force ties in some windows: equal values must keep the first tap.
+    for (int64_t j = 0; j < ow; j += 3) r0[static_cast<size_t>(2 * j + 1)] = r0[static_cast<size_t>(2 * j)];
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+      if (!isa_supported(isa)) continue;
+      SCOPED_TRACE(std::string(isa_name(isa)) + " ow=" + std::to_string(ow));
+      std::vector<float> out(static_cast<size_t>(ow) + 1, -7.0f);
+      std::vector<uint8_t> idx(static_cast<size_t>(ow) + 1, 99);
+      f32_maxpool2x2_argmax_row(r0.data(), r1.data(), ow, out.data(), idx.data(), isa);
+      EXPECT_EQ(out[static_cast<size_t>(ow)], -7.0f);  // nothing written past ow
+      EXPECT_EQ(idx[static_cast<size_t>(ow)], 99);
+      for (int64_t j = 0; j < ow; ++j) {
+        const float taps[4] = {r0[static_cast<size_t>(2 * j)], r0[static_cast<size_t>(2 * j + 1)],
+                               r1[static_cast<size_t>(2 * j)], r1[static_cast<size_t>(2 * j + 1)]};
+        int best = 0;
+        for (int t = 1; t < 4; ++t)
+          if (taps[t] > taps[best]) best = t;  // strictly greater: first maximum, NaN seed sticks
+        EXPECT_EQ(idx[static_cast<size_t>(j)], best) << j;
+        EXPECT_EQ(std::memcmp(&out[static_cast<size_t>(j)], &taps[best], 4), 0) << j;
+      }
+      const std::vector<float> g = data(ow, 12, false);
+      std::vector<float> d0(static_cast<size_t>(2 * ow) + 1, -7.0f), d1(static_cast<size_t>(2 * ow) + 1, -7.0f);
+      f32_maxpool2x2_grad_row(g.data(), idx.data(), ow, d0.data(), d1.data(), isa);
+      EXPECT_EQ(d0[static_cast<size_t>(2 * ow)], -7.0f);
+      EXPECT_EQ(d1[static_cast<size_t>(2 * ow)], -7.0f);
+      for (int64_t j = 0; j < ow; ++j) {
+        const float got[4] = {d0[static_cast<size_t>(2 * j)], d0[static_cast<size_t>(2 * j + 1)],
+                              d1[static_cast<size_t>(2 * j)], d1[static_cast<size_t>(2 * j + 1)]};
+        for (int t = 0; t < 4; ++t)
+          EXPECT_EQ(got[t], t == idx[static_cast<size_t>(j)] ? g[static_cast<size_t>(j)] : 0.0f) << j << " tap " << t;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xnn::kernels
