@@ -40,6 +40,10 @@ struct ForwardContext {
   // The op's GradOp fuses_relu and the session fused the Relu that alone consumes output 0:
   // outputs[0] is that Relu's output, to be written as max(op(x), 0).
   bool fused_relu = false;
+  // Also fused (GradOp::fuses_relu_maxpool): a 2×2 stride-2 MaxPool (no padding, floor mode)
+  // that alone consumes the Relu's output. outputs[0] is then the pool's output; the op records
+  // each window's winning tap (as the MaxPool's training forward does) for its backward.
+  bool fused_maxpool = false;
 };
 
 struct BackwardContext {
@@ -53,6 +57,8 @@ struct BackwardContext {
   // Fused Relu (see ForwardContext): outputs[0] is the Relu's output r and grad_outputs[0] its
   // gradient; the op's own output gradient is grad_outputs[0] where r > 0, else 0.
   bool fused_relu = false;
+  // Fused Relu + 2×2 MaxPool: outputs[0] and grad_outputs[0] are the pool's output and gradient.
+  bool fused_maxpool = false;
 
   bool wants(int i) const {
     return i >= 0 && i < static_cast<int>(grad_inputs.size()) && grad_inputs[static_cast<size_t>(i)] != nullptr;
@@ -80,6 +86,10 @@ struct GradOp {
   // session then runs a Relu that alone consumes this op's output 0 inside it, saving a pass
   // over the activations each way and the intermediate tensor.
   bool fuses_relu = false;
+  // ... and a 2×2 stride-2 MaxPool that alone consumes that Relu's output (the conv-block tail
+  // Conv → BatchNorm → Relu → MaxPool): neither the Relu's output nor its gradient is then
+  // materialised.
+  bool fuses_relu_maxpool = false;
 };
 
 class GradRegistry {

@@ -259,20 +259,22 @@ size_t slot_of(int64_t chunk, Slot s) { return static_cast<size_t>(chunk) * kSlo
 // ---- weight gradient from channels-last panels ----
 // dW[m][c][i][j] = Σ_n Σ_p dy[n][m][p] · x[n][c][y(p)·sh + i·dh − ph][x(p)·sw + j·dw − pw] is a
 // GEMM over the depth (image, pixel): A = dy [M × depth], B = the im2col columns, taken in the
-// order (i, j, c). With the input copied channels-last and zero-padded ([Hp][Wp][Cp], Cp = C
-// rounded up to the micro-kernel's panel width nr), each row of a B panel — nr consecutive
-// channels at one tap and pixel — is one contiguous nr-float copy, so packing B costs a load and
-// a store per nr floats, where im2col gathers every float and the GEMM then copies it again
-// into its panels. Both operands go straight to the micro-kernels (f32_gemm_panels).
+// order (i, j, c). With the input copied channels-last and zero-padded ([Hp][Wp][C]), a row of
+// a B panel — nr consecutive columns at one pixel — is, when nr divides C, nr consecutive
+// channels at one tap: one contiguous nr-float copy. Packing B then costs a load and a store per
+// nr floats, where im2col gathers every float and the GEMM copies it again into its panels.
+// Other channel counts (the 1-channel input layer) gather their nr columns from a table of
+// offsets. Both operands go straight to the micro-kernels (f32_gemm_panels).
 
-bool panel_wgrad_applies(const ConvGeom& g) { return g.groups == 1 && g.c >= 16; }
+bool panel_wgrad_applies(const ConvGeom& g) { return g.groups == 1; }
 
 void conv_weight_grad_panels(BackwardContext& c, const ConvGeom& g, const float* xp, const float* dyp, float* dw) {
   const kernels::Isa isa = kernels::best_isa();
   const kernels::F32GemmKernels family = kernels::best_f32_gemm_kernels();
   const kernels::GemmPanelShape ps = kernels::f32_gemm_panel_shape(isa, family);
   const int64_t nr = ps.nr, mr = ps.mr;
-  const int64_t cp = (g.c + nr - 1) / nr * nr, groups_c = cp / nr, taps = g.kh * g.kw, np = taps * cp;
+  const int64_t cp = g.c, taps = g.kh * g.kw, kcols = taps * cp, np = (kcols + nr - 1) / nr * nr;
+  const bool contiguous = cp % nr == 0;  // each panel row is nr channels of one tap
   const int64_t mp = (g.m + mr - 1) / mr * mr;
   // The padded grid covers exactly the taps the outputs read.
   const int64_t hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1, wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
@@ -284,11 +286,17 @@ void conv_weight_grad_panels(BackwardContext& c, const ConvGeom& g, const float*
   enum : size_t { kX = 0, kA = 1, kB = 2, kPart = 3, kSlots = 4 };
   auto slot = [&](int64_t t, size_t s) { return static_cast<size_t>(kSlotsPerChunk * chunks + t * kSlots) + s; };
   for (int64_t t = 0; t < chunks; ++t) {  // allocated on the calling thread, before the parallel region
-    c.state.slot(slot(t, kX), DType::kF32, {block, hp, wp, cp});
+    c.state.slot(slot(t, kX), DType::kF32, {block, hp, wp, cp});  // channels-last, zero-padded
     c.state.slot(slot(t, kA), DType::kF32, {mp, depth_max});
     c.state.slot(slot(t, kB), DType::kF32, {np, depth_max});
     c.state.slot(slot(t, kPart), DType::kF32, {g.m, np});
   }
+  // Offset of column (tap, channel) from its pixel's window origin in the padded copy.
+  std::vector<int64_t> offset(static_cast<size_t>(kcols));
+  for (int64_t ki = 0; ki < g.kh; ++ki)
+    for (int64_t kj = 0; kj < g.kw; ++kj)
+      for (int64_t ch = 0; ch < cp; ++ch)
+        offset[static_cast<size_t>((ki * g.kw + kj) * cp + ch)] = (ki * g.dh * wp + kj * g.dw) * cp + ch;
   parallel_for(c.pool, chunks, [&](int64_t t) {
     const auto [n0, n1] = chunk_range(t, chunks, g.n);
     float* xt = c.state.saved[slot(t, kX)].data<float>();
@@ -313,24 +321,28 @@ void conv_weight_grad_panels(BackwardContext& c, const ConvGeom& g, const float*
         for (int64_t r0 = 0; r0 < g.m; r0 += mr)
           kernels::f32_transpose(std::min(mr, g.m - r0), g.p(), dyp + ((nb + i) * g.m + r0) * g.p(), g.p(),
                                  a + r0 * depth + i * g.p() * mr, mr, isa);
-      // B panels: panel (tap, channel group) row q = the nr channels at that tap of pixel q.
-      for (int64_t ki = 0; ki < g.kh; ++ki)
-        for (int64_t kj = 0; kj < g.kw; ++kj)
-          for (int64_t cg = 0; cg < groups_c; ++cg) {
-            float* panel = b + ((ki * g.kw + kj) * groups_c + cg) * nr * depth;
-            for (int64_t i = 0; i < cnt; ++i) {
-              const float* xti = xt + i * hp * wp * cp + (ki * g.dh * wp + kj * g.dw) * cp + cg * nr;
-              for (int64_t oy = 0; oy < g.oh; ++oy) {
-                const float* src = xti + oy * g.sh * wp * cp;
-                for (int64_t ox = 0; ox < g.ow; ++ox, panel += nr)
-                  std::memcpy(panel, src + ox * g.sw * cp, static_cast<size_t>(nr) * sizeof(float));
+      // B panels: row q of panel j = columns [j·nr, j·nr + nr) of pixel q's window.
+      for (int64_t j = 0; j < np / nr; ++j) {
+        float* panel = b + j * nr * depth;
+        const int64_t col0 = j * nr, valid = std::min(nr, kcols - col0);
+        for (int64_t i = 0; i < cnt; ++i) {
+          const float* xti = xt + i * hp * wp * cp;
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox, panel += nr) {
+              const float* window = xti + (oy * g.sh * wp + ox * g.sw) * cp;
+              if (contiguous) {
+                std::memcpy(panel, window + offset[static_cast<size_t>(col0)], static_cast<size_t>(nr) * sizeof(float));
+              } else {
+                for (int64_t cc = 0; cc < valid; ++cc) panel[cc] = window[offset[static_cast<size_t>(col0 + cc)]];
+                for (int64_t cc = valid; cc < nr; ++cc) panel[cc] = 0.0f;
               }
             }
-          }
+        }
+      }
       kernels::f32_gemm_panels(g.m, np, depth, a, b, part, np, /*accumulate=*/nb > n0, isa, family);
     }
   });
-  // dw[m][c][i][j] = Σ_chunks part[m][(i·kw + j)·Cp + c]
+  // dw[m][c][i][j] = Σ_chunks part[m][(i·kw + j)·C + c]
   for (int64_t m = 0; m < g.m; ++m)
     for (int64_t ch = 0; ch < g.c; ++ch)
       for (int64_t tap = 0; tap < taps; ++tap) {
@@ -348,8 +360,15 @@ const Tensor* optional_input(std::span<const Tensor* const> inputs, size_t i) {
 
 // Images per GEMM: small feature maps (7×7 = 49 columns) starve the micro-kernel, so several
 // images' columns are laid side by side ([K × B·P]) until a GEMM has about 1024 columns.
+// (One image when its feature map alone is wide enough: the forward GEMM then writes y directly.)
 int64_t images_per_gemm(const ConvGeom& g, int64_t chunk_images) {
+  if (g.p() >= 512) return 1;
   return std::clamp<int64_t>((1024 + g.p() - 1) / g.p(), 1, std::max<int64_t>(chunk_images, 1));
+}
+
+// A 1×1 stride-1 convolution without padding reads its input as the GEMM's B as it is.
+bool im2col_is_identity(const ConvGeom& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.h && g.ow == g.w;
 }
 
 
@@ -382,9 +401,16 @@ void conv_forward(ForwardContext& c) {
     for (int64_t nb = n0; nb < n1; nb += batch) {
       const int64_t cnt = std::min(batch, n1 - nb), ld = cnt * g.p();
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        for (int64_t i = 0; i < cnt; ++i) im2col(g, xp + ((nb + i) * g.c + grp * g.cg) * g.h * g.w, col + i * g.p(), ld);
         GemmEpilogue ep;
         ep.bias = bp ? bp + grp * g.mg : nullptr;
+        const float* xg = xp + (nb * g.c + grp * g.cg) * g.h * g.w;
+        if (cnt == 1) {  // straight into y, from x itself when im2col would only copy it
+          if (!im2col_is_identity(g)) im2col(g, xg, col, ld);
+          kernels::f32_gemm(packed[static_cast<size_t>(grp)], ld, MatrixRef{im2col_is_identity(g) ? xg : col, ld, 1},
+                            yp + (nb * g.m + grp * g.mg) * g.p(), g.p(), ep, nullptr);
+          continue;
+        }
+        for (int64_t i = 0; i < cnt; ++i) im2col(g, xp + ((nb + i) * g.c + grp * g.cg) * g.h * g.w, col + i * g.p(), ld);
         kernels::f32_gemm(packed[static_cast<size_t>(grp)], ld, MatrixRef{col, ld, 1}, rows, ld, ep, nullptr);
         for (int64_t i = 0; i < cnt; ++i)
           for (int64_t m = 0; m < g.mg; ++m)

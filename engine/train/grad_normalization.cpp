@@ -8,10 +8,15 @@
 // One task per channel: its rows (one per image) are read for the statistics and again, while
 // they are still in L2, for the normalisation; backward likewise. With a fused ReLU
 // (GradOp::fuses_relu) the normalisation writes max(y, 0) straight into the ReLU's output, and
-// the backward masks the ReLU's output gradient on the fly.
+// the backward masks the ReLU's output gradient on the fly. With the 2×2 max pool after the ReLU
+// fused as well (GradOp::fuses_relu_maxpool), each plane is normalised into an L1-sized buffer
+// and pooled from there (the pool's output and winning taps are all that is written), and the
+// backward rebuilds the plane's gradient from the pooled one in an L2 buffer per channel: the
+// full-size ReLU output and its gradient never exist. Every value equals the unfused chain's.
 #include <algorithm>
 #include <cmath>
 
+#include "engine/kernels/scratch.h"
 #include "engine/kernels/training_kernels.h"
 #include "engine/train/autograd.h"
 
@@ -22,6 +27,20 @@ struct BnGeom {
   int64_t n, c, inner;
   int64_t count() const { return n * inner; }
 };
+
+// The fused 2×2 pool's geometry (oh < 0: none): input planes h × w, output oh × ow.
+struct FusedPool {
+  int64_t h = 0, w = 0, oh = -1, ow = -1;
+};
+
+FusedPool fused_pool(bool fused, const Tensor& x, const Tensor& pooled, const Node& node) {
+  if (!fused) return {};
+  if (x.rank() != 4 || pooled.rank() != 4 || pooled.dim(2) != x.dim(2) / 2 || pooled.dim(3) != x.dim(3) / 2) {
+    throw UnsupportedError("training: " + node.describe() + ": the fused 2×2 max pool needs N×C×H×W input, got " +
+                           shape_str(x.shape()) + " → " + shape_str(pooled.shape()));
+  }
+  return {x.dim(2), x.dim(3), pooled.dim(2), pooled.dim(3)};
+}
 
 BnGeom bn_geometry(const Node& node, const Tensor& x) {
   if (x.rank() < 2 || x.dtype() != DType::kF32) {
@@ -47,6 +66,8 @@ void bn_forward(ForwardContext& c) {
   float* invstd = c.state.slot(1, DType::kF32, {g.c}).data<float>();
   const bool training = c.training, relu = c.fused_relu;
   const kernels::Isa isa = kernels::best_isa();
+  const FusedPool pool = fused_pool(c.fused_maxpool, x, *c.outputs[0], c.node);
+  uint8_t* taps = pool.oh < 0 ? nullptr : c.state.slot(2, DType::kU8, c.outputs[0]->shape()).data<uint8_t>();
   parallel_for(c.pool, g.c, [&](int64_t ch) {
     float mu, istd;
     if (training) {
@@ -77,8 +98,20 @@ void bn_forward(ForwardContext& c) {
     mean[ch] = mu;
     invstd[ch] = istd;
     const float a = gamma[ch] * istd, b = beta[ch] - mu * a;
-    for (int64_t n = 0; n < g.n; ++n)
-      kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, relu, yp + (n * g.c + ch) * g.inner, isa);
+    if (pool.oh < 0) {
+      for (int64_t n = 0; n < g.n; ++n)
+        kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, relu, yp + (n * g.c + ch) * g.inner, isa);
+      return;
+    }
+    float* plane = kernels::thread_scratch_f32(static_cast<size_t>(g.inner), 2);
+    for (int64_t n = 0; n < g.n; ++n) {
+      kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, /*relu=*/true, plane, isa);
+      const int64_t o = (n * g.c + ch) * pool.oh * pool.ow;
+      for (int64_t oy = 0; oy < pool.oh; ++oy) {
+        const float* r0 = plane + 2 * oy * pool.w;
+        kernels::f32_maxpool2x2_argmax_row(r0, r0 + pool.w, pool.ow, yp + o + oy * pool.ow, taps + o + oy * pool.ow, isa);
+      }
+    }
   });
 }
 
@@ -93,17 +126,41 @@ void bn_backward(BackwardContext& c) {
   float* dx = c.wants(0) ? c.grad_input(0).data<float>() : nullptr;
   float* dgamma = c.wants(1) ? c.grad_input(1).data<float>() : nullptr;
   float* dbeta = c.wants(2) ? c.grad_input(2).data<float>() : nullptr;
-  // With a fused ReLU, outputs[0] is the ReLU's output: dz = dy where it is > 0.
-  const float* r = c.fused_relu ? c.output(0).data<float>() : nullptr;
+  // With a fused ReLU, outputs[0] is the ReLU's output: dz = dy where it is > 0. With the pool
+  // fused too, outputs[0] and dy are the pool's: dz is rebuilt per channel in `dz` below.
+  const FusedPool pool = fused_pool(c.fused_maxpool, x, c.output(0), c.node);
+  const float* r = c.fused_relu && pool.oh < 0 ? c.output(0).data<float>() : nullptr;
+  const float* pooled = pool.oh < 0 ? nullptr : c.output(0).data<float>();
+  const uint8_t* taps = pool.oh < 0 ? nullptr : c.state.saved.at(2).data<uint8_t>();
   const double count = static_cast<double>(g.count());
   const kernels::Isa isa = kernels::best_isa();
   parallel_for(c.pool, g.c, [&](int64_t ch) {
     const float mu = mean[ch], istd = invstd[ch];
+    // Fused pool: this channel's dz for every image, [N][inner] (L2-sized), from the pooled
+    // gradient masked where the pooled output (the ReLU's output at the winning tap) is > 0.
+    float* dz = nullptr;
+    if (pooled) {
+      const int64_t pp = pool.oh * pool.ow;
+      dz = kernels::thread_scratch_f32(static_cast<size_t>(g.n * g.inner + pp), 2);
+      float* masked = dz + g.n * g.inner;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const int64_t o = (n * g.c + ch) * pp;
+        kernels::f32_relu_grad(pooled + o, dy + o, pp, masked, isa);
+        float* plane = dz + n * g.inner;
+        for (int64_t oy = 0; oy < pool.oh; ++oy) {
+          float* d0 = plane + 2 * oy * pool.w;
+          kernels::f32_maxpool2x2_grad_row(masked + oy * pool.ow, taps + o + oy * pool.ow, pool.ow, d0, d0 + pool.w, isa);
+          if (pool.w > 2 * pool.ow) d0[pool.w - 1] = d0[2 * pool.w - 1] = 0.0f;  // odd width: the last column
+        }
+        if (pool.h > 2 * pool.oh) std::fill(plane + (pool.h - 1) * pool.w, plane + g.inner, 0.0f);  // odd height
+      }
+    }
+    auto dz_of = [&](int64_t n, int64_t off) { return dz ? dz + n * g.inner : dy + off; };
     double sdy = 0, sdyx = 0;
     for (int64_t n = 0; n < g.n; ++n) {
       const int64_t off = (n * g.c + ch) * g.inner;
       float sa = 0, sb = 0;
-      kernels::f32_bn_grad_sums(xp + off, dy + off, r ? r + off : nullptr, g.inner, mu, &sa, &sb, isa);
+      kernels::f32_bn_grad_sums(xp + off, dz_of(n, off), r ? r + off : nullptr, g.inner, mu, &sa, &sb, isa);
       sdy += sa;
       sdyx += static_cast<double>(sb) * istd;
     }
@@ -114,14 +171,19 @@ void bn_backward(BackwardContext& c) {
     const float mdy = static_cast<float>(sdy / count), mdyx = static_cast<float>(sdyx / count);
     for (int64_t n = 0; n < g.n; ++n) {
       const int64_t off = (n * g.c + ch) * g.inner;
-      kernels::f32_bn_grad_apply(xp + off, dy + off, r ? r + off : nullptr, g.inner, mu, k, mdy, istd * mdyx, dx + off,
-                                 isa);
+      kernels::f32_bn_grad_apply(xp + off, dz_of(n, off), r ? r + off : nullptr, g.inner, mu, k, mdy, istd * mdyx,
+                                 dx + off, isa);
     }
   });
 }
 
 }  // namespace
 
-void register_normalization_grads(GradRegistry& r) { r.add({"BatchNormalization", {0, 1, 2}, bn_forward, bn_backward, /*fuses_relu=*/true}); }
+void register_normalization_grads(GradRegistry& r) {
+  GradOp bn{"BatchNormalization", {0, 1, 2}, bn_forward, bn_backward};
+  bn.fuses_relu = true;
+  bn.fuses_relu_maxpool = true;
+  r.add(std::move(bn));
+}
 
 }  // namespace xnn::train

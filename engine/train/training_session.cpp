@@ -24,6 +24,20 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// A MaxPool whose 2×2 stride-2 windows tile its input (no padding, dilation or ceil mode): what
+// a producer with GradOp::fuses_relu_maxpool runs inside itself.
+bool is_tiling_maxpool_2x2(const Node& q) {
+  if (q.op_type != "MaxPool" || !q.domain.empty()) return false;
+  auto ints_are = [&](const char* name, std::vector<int64_t> want, bool may_be_absent) {
+    if (!q.has_attr(name)) return may_be_absent;
+    return q.attr_ints(name) == want;
+  };
+  const std::string auto_pad = q.attr_string("auto_pad", "NOTSET");
+  return ints_are("kernel_shape", {2, 2}, false) && ints_are("strides", {2, 2}, false) &&
+         ints_are("pads", {0, 0, 0, 0}, true) && ints_are("dilations", {1, 1}, true) && q.attr_int("ceil_mode", 0) == 0 &&
+         (auto_pad == "NOTSET" || auto_pad == "VALID");
+}
+
 bool is_float_param_candidate(const Value& v) {
   return v.is_constant() && v.data->dtype() == DType::kF32 && v.data->rank() >= 1 && v.data->numel() > 0;
 }
@@ -160,7 +174,9 @@ void TrainingSession::plan_relu_fusion() {
   const Graph& g = model_->graph;
   const GradRegistry& grads = GradRegistry::builtin();
   fused_relu_of_.assign(g.nodes.size(), -1);
+  fused_pool_of_.assign(g.nodes.size(), -1);
   fused_away_.assign(g.nodes.size(), 0);
+  unmaterialised_.assign(g.values.size(), 0);
   std::vector<int> consumers(g.values.size(), 0), producer(g.values.size(), -1);
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     for (int v : g.nodes[ni].inputs)
@@ -186,11 +202,27 @@ void TrainingSession::plan_relu_fusion() {
     if (other_outputs_used) continue;
     fused_relu_of_[static_cast<size_t>(p)] = ni;
     fused_away_[static_cast<size_t>(ni)] = 1;
+    unmaterialised_[static_cast<size_t>(v)] = 1;
+    // The pool after it, if the producer fuses one too.
+    const int r = relu.outputs[0];
+    if (!op->fuses_relu_maxpool || r < 0 || r == logits_value_ || consumers[static_cast<size_t>(r)] != 1) continue;
+    for (int qi = ni + 1; qi <= last_node_; ++qi) {
+      const Node& q = g.nodes[static_cast<size_t>(qi)];
+      if (q.inputs.empty() || q.inputs[0] != r) continue;
+      if (is_tiling_maxpool_2x2(q) && (q.outputs.size() == 1 || q.outputs[1] < 0 || consumers[static_cast<size_t>(q.outputs[1])] == 0)) {
+        fused_pool_of_[static_cast<size_t>(p)] = qi;
+        fused_away_[static_cast<size_t>(qi)] = 1;
+        unmaterialised_[static_cast<size_t>(r)] = 1;
+      }
+      break;
+    }
   }
 }
 
 int TrainingSession::output_value(int node, size_t output) const {
   const Graph& g = model_->graph;
+  const int pool = fused_pool_of_[static_cast<size_t>(node)];
+  if (output == 0 && pool >= 0) return g.nodes[static_cast<size_t>(pool)].outputs[0];
   const int fused = fused_relu_of_[static_cast<size_t>(node)];
   if (output == 0 && fused >= 0) return g.nodes[static_cast<size_t>(fused)].outputs[0];
   return g.nodes[static_cast<size_t>(node)].outputs[output];
@@ -261,13 +293,12 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
       for (int v : n.inputs)
         if (v >= 0 && plan->needs_grad[static_cast<size_t>(v)]) any_input_needs = true;
     }
-    // The output a fused Relu consumes is never materialised (the Relu's output is written
-    // instead); it still "needs a gradient" so that the Relu's output does too.
-    const bool fused_output = fused_relu_of_[ni] >= 0;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       const int v = n.outputs[o];
       if (v < 0 || outs[o].dtype == DType::kUnknown) continue;
-      const bool materialise = !(fused_output && o == 0);
+      // Values inside a fused chain are never materialised (the chain's last output is written
+      // instead); they still "need a gradient" so that the values after them do too.
+      const bool materialise = !unmaterialised_[static_cast<size_t>(v)];
       info[static_cast<size_t>(v)] = TensorInfo{outs[o].dtype, outs[o].shape, nullptr};
       if (materialise) plan->act[static_cast<size_t>(v)] = Tensor(outs[o].dtype, outs[o].shape);
       if (any_input_needs && outs[o].dtype == DType::kF32) {
@@ -338,7 +369,7 @@ void TrainingSession::forward(Plan& plan, const Tensor& input, bool training, bo
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (gop && gop->forward) {
       ForwardContext ctx{n, ins, outs, training, step_seed ^ static_cast<uint64_t>(ni), node_state_[static_cast<size_t>(ni)],
-                         pool_.get(), fused_relu};
+                         pool_.get(), fused_relu, fused_pool_of_[static_cast<size_t>(ni)] >= 0};
       gop->forward(ctx);
     } else {
       KernelContext ctx(n, ins, outs, pool_.get());
@@ -397,7 +428,7 @@ void TrainingSession::backward(Plan& plan) {
       if (v >= 0) outs[o] = &plan.act[static_cast<size_t>(v)];
     }
     BackwardContext ctx{n, ins, outs, gouts, gins, node_state_[static_cast<size_t>(ni)], pool_.get(),
-                        fused_relu_of_[static_cast<size_t>(ni)] >= 0};
+                        fused_relu_of_[static_cast<size_t>(ni)] >= 0, fused_pool_of_[static_cast<size_t>(ni)] >= 0};
     const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     gop->backward(ctx);
     for (size_t i = 0; i < gins.size(); ++i) {

@@ -99,9 +99,12 @@ class TrainingSession {
   int last_node_ = -1;  // nodes after this one (a trailing Softmax) are skipped in training
   std::map<Shape, std::unique_ptr<Plan>> plans_;
   std::vector<NodeState> node_state_;
-  // Relu fusion (GradOp::fuses_relu): per node, the Relu node that runs inside it (-1: none), and
-  // whether a node is such a Relu (then it is skipped in both passes). Decided once per graph.
+  // Relu fusion (GradOp::fuses_relu): per node, the Relu node that runs inside it (-1: none), the
+  // 2×2 MaxPool after that Relu that runs inside it too (-1: none), and whether a node is such a
+  // Relu or MaxPool (then it is skipped in both passes). Decided once per graph.
   std::vector<int> fused_relu_of_;
+  std::vector<int> fused_pool_of_;
+  std::vector<char> unmaterialised_;  // per value: inside a fused chain, no tensor of its own
   std::vector<char> fused_away_;
   void plan_relu_fusion();
   int output_value(int node, size_t output) const;  // the value a node's output writes to
