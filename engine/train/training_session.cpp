@@ -38,6 +38,12 @@ bool is_tiling_maxpool_2x2(const Node& q) {
          (auto_pad == "NOTSET" || auto_pad == "VALID");
 }
 
+bool is_view_op(const Node& n) {
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) return false;
+  return n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
+         n.op_type == "Identity";
+}
+
 bool is_float_param_candidate(const Value& v) {
   return v.is_constant() && v.data->dtype() == DType::kF32 && v.data->rank() >= 1 && v.data->numel() > 0;
 }
@@ -111,6 +117,10 @@ struct TrainingSession::Plan {
   std::vector<char> needs_grad;     // per value
   std::vector<char> grad_written;   // per value, reset every step
   std::vector<std::vector<Tensor>> temp;  // per node, per input slot: accumulation temporaries
+  // Per node: a view op (Reshape, Flatten, ...) whose output shares its input's buffer, so its
+  // forward does nothing; and whose output gradient also shares the input gradient's buffer
+  // (when the input feeds nothing else), so its backward does nothing either.
+  std::vector<char> alias_forward, alias_backward;
 };
 
 TrainingSession::TrainingSession(std::shared_ptr<Model> model, TrainingOptions options)
@@ -177,7 +187,9 @@ void TrainingSession::plan_relu_fusion() {
   fused_pool_of_.assign(g.nodes.size(), -1);
   fused_away_.assign(g.nodes.size(), 0);
   unmaterialised_.assign(g.values.size(), 0);
-  std::vector<int> consumers(g.values.size(), 0), producer(g.values.size(), -1);
+  std::vector<int>& consumers = consumers_;
+  consumers.assign(g.values.size(), 0);
+  std::vector<int> producer(g.values.size(), -1);
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     for (int v : g.nodes[ni].inputs)
       if (v >= 0) ++consumers[static_cast<size_t>(v)];
@@ -251,6 +263,8 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
   plan->needs_grad.assign(nv, 0);
   plan->grad_written.assign(nv, 0);
   plan->temp.resize(g.nodes.size());
+  plan->alias_forward.assign(g.nodes.size(), 0);
+  plan->alias_backward.assign(g.nodes.size(), 0);
 
   std::vector<TensorInfo> info(nv);
   for (size_t v = 0; v < nv; ++v) {
@@ -310,10 +324,26 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
         if (materialise) plan->grad[static_cast<size_t>(v)] = Tensor(DType::kF32, outs[o].shape);
       }
     }
+    if (is_view_op(n)) {
+      const int vi = n.inputs[0], vo = n.outputs[0];
+      Tensor& in = plan->act[static_cast<size_t>(vi)];
+      Tensor& out = plan->act[static_cast<size_t>(vo)];
+      if (vi >= 0 && vo >= 0 && in.defined() && out.defined() && !g.value(vi).is_constant() &&
+          in.dtype() == out.dtype() && in.numel() == out.numel()) {
+        out = in.reshaped(out.shape());
+        plan->alias_forward[ni] = 1;
+        Tensor& gin = plan->grad[static_cast<size_t>(vi)];
+        Tensor& gout = plan->grad[static_cast<size_t>(vo)];
+        if (gin.defined() && gout.defined() && consumers_[static_cast<size_t>(vi)] == 1) {
+          gout = gin.reshaped(gout.shape());
+          plan->alias_backward[ni] = 1;
+        }
+      }
+    }
     // Accumulation temporaries: where this node's gradient lands on a value another node (or
     // another input slot of this one) also contributes to.
     plan->temp[ni].resize(n.inputs.size());
-    if (gop && !fused_away_[ni]) {
+    if (gop && !fused_away_[ni] && !plan->alias_backward[ni]) {
       for (int i : gop->differentiable_inputs) {
         if (i >= static_cast<int>(n.inputs.size())) continue;
         const int v = n.inputs[static_cast<size_t>(i)];
@@ -355,6 +385,7 @@ void TrainingSession::forward(Plan& plan, const Tensor& input, bool training, bo
   std::vector<Tensor*> outs;
   for (int ni = 0; ni <= last_node_; ++ni) {
     if (fused_away_[static_cast<size_t>(ni)]) continue;  // a Relu run by its producer
+    if (plan.alias_forward[static_cast<size_t>(ni)]) continue;  // a view: its output is its input
     const Node& n = g.nodes[static_cast<size_t>(ni)];
     ins.assign(n.inputs.size(), nullptr);
     for (size_t i = 0; i < n.inputs.size(); ++i)
@@ -388,6 +419,10 @@ void TrainingSession::backward(Plan& plan) {
   for (int ni = last_node_; ni >= 0; --ni) {
     if (fused_away_[static_cast<size_t>(ni)]) continue;  // its producer's backward covers it
     const Node& n = g.nodes[static_cast<size_t>(ni)];
+    if (plan.alias_backward[static_cast<size_t>(ni)]) {  // a view: the gradient is already in place
+      if (plan.grad_written[static_cast<size_t>(n.outputs[0])]) plan.grad_written[static_cast<size_t>(n.inputs[0])] = 1;
+      continue;
+    }
     bool has_gout = false;
     gouts.assign(n.outputs.size(), nullptr);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
