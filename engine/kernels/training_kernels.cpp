@@ -38,6 +38,11 @@ void f32_vmul(const float* x, const float* m, int64_t n, float* y, Isa isa) {
   impl::vmul(x, m, n, y);
 }
 
+void f32_dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshold, float scale, float* mask, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_dropout_mask(seed, first, n, threshold, scale, mask);
+  impl::dropout_mask(seed, first, n, threshold, scale, mask);
+}
+
 void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx, Isa isa) {
   if (isa == Isa::kAvx2) return training_avx2::f32_maxpool2x2_argmax_row(r0, r1, ow, out, idx);
   impl::maxpool2x2_argmax_row(r0, r1, ow, out, idx);

@@ -37,6 +37,12 @@ void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx, Isa is
 // y[i] = x[i]·m[i] (dropout forward and backward with a mask of 0 and 1/(1−p)).
 void f32_vmul(const float* x, const float* m, int64_t n, float* y, Isa isa = best_isa());
 
+// Dropout mask for elements [first, first + n) of a tensor (first even): elements 2j and 2j+1
+// draw the low and high 32 bits u of splitmix64(seed + j), and mask = u >= threshold ? scale : 0
+// (threshold = ratio·2³², at most 2³²: then nothing is kept).
+void f32_dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshold, float scale, float* mask,
+                      Isa isa = best_isa());
+
 // One output row of a 2×2 stride-2 max pool over input rows r0, r1 (at least 2·ow floats each):
 // out[j] = max of the window, idx[j] = the winning tap (0 r0[2j], 1 r0[2j+1], 2 r1[2j],
 // 3 r1[2j+1]); the first maximum in that order wins, as in the reference MaxPool (a NaN seed
@@ -58,6 +64,7 @@ void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t 
                        float c, float* dx);
 void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx);
 void f32_vmul(const float* x, const float* m, int64_t n, float* y);
+void f32_dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshold, float scale, float* mask);
 void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx);
 void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1);
 }  // namespace training_avx2

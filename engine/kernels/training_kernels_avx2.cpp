@@ -89,6 +89,41 @@ void f32_vmul(const float* x, const float* m, int64_t n, float* y) { impl::vmul(
 
 namespace {
 
+// Low 64 bits of a·b per 64-bit lane from 32×32→64 multiplies (AVX2 has no 64-bit multiply).
+__m256i mul64(__m256i a, uint64_t b) {
+  const __m256i b_lo = _mm256_set1_epi64x(static_cast<int64_t>(b & 0xFFFFFFFFu));
+  const __m256i b_hi = _mm256_set1_epi64x(static_cast<int64_t>(b >> 32));
+  const __m256i lo = _mm256_mul_epu32(a, b_lo);
+  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b_lo), _mm256_mul_epu32(a, b_hi));
+  return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
+}
+
+}  // namespace
+
+void f32_dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshold, float scale, float* mask) {
+  int64_t i = 0;
+  if (threshold < (uint64_t{1} << 32)) {
+    // Four hashes (eight elements) per step; u >= t as a signed compare after flipping the top bits.
+    const __m256i flip = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+    const __m256i t = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(threshold))), flip);
+    const __m256 vscale = _mm256_set1_ps(scale);
+    const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
+    for (; i + 8 <= n; i += 8) {
+      __m256i x = _mm256_add_epi64(_mm256_set1_epi64x(static_cast<int64_t>(seed + static_cast<uint64_t>((first + i) / 2))), lane);
+      x = _mm256_add_epi64(x, _mm256_set1_epi64x(static_cast<int64_t>(0x9E3779B97F4A7C15ull)));
+      x = mul64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 30)), 0xBF58476D1CE4E5B9ull);
+      x = mul64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 27)), 0x94D049BB133111EBull);
+      x = _mm256_xor_si256(x, _mm256_srli_epi64(x, 31));
+      // 32-bit lanes in order: low and high halves of hash 0, of hash 1, ...: elements i..i+7.
+      const __m256i keep = _mm256_xor_si256(_mm256_cmpgt_epi32(t, _mm256_xor_si256(x, flip)), _mm256_set1_epi32(-1));
+      _mm256_storeu_ps(mask + i, _mm256_and_ps(_mm256_castsi256_ps(keep), vscale));
+    }
+  }
+  if (i < n) impl::dropout_mask(seed, first + i, n - i, threshold, scale, mask + i);
+}
+
+namespace {
+
 // Lanes [0, count) of a mask vector (count may be <= 0 or >= 8).
 __m256i first_lanes(int64_t count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -96,6 +96,21 @@ inline void vmul(const float* x, const float* m, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * m[i];
 }
 
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+inline void dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshold, float scale, float* mask) {
+  for (int64_t i = 0; i < n; i += 2) {
+    const uint64_t h = splitmix64(seed + static_cast<uint64_t>((first + i) / 2));
+    mask[i] = (h & 0xFFFFFFFFu) >= threshold ? scale : 0.0f;
+    if (i + 1 < n) mask[i + 1] = (h >> 32) >= threshold ? scale : 0.0f;
+  }
+}
+
 inline void maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx) {
   for (int64_t j = 0; j < ow; ++j) {
     const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];

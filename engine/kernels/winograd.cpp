@@ -4,6 +4,7 @@
 #include "engine/kernels/winograd.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cstdlib>
 #include <cstring>
 
@@ -353,7 +354,7 @@ int64_t block_count(const Geometry& g, bool raw) {
 }  // namespace
 
 WinogradConv3x3::WinogradConv3x3(int64_t cout, int64_t cin, const float* weights, WinogradTile tile, Isa isa,
-                                 WinogradWeights storage)
+                                 WinogradWeights storage, ThreadPool* pool)
     : cout_(cout), cin_(cin), tile_(tile), isa_(isa) {
   XNN_CHECK(cout > 0 && cin > 0, "WinogradConv3x3: channel counts must be positive");
   XNN_CHECK(tile == WinogradTile::kF43 || tile == WinogradTile::kF63, "WinogradConv3x3: tile must be F(4,3) or F(6,3)");
@@ -381,7 +382,7 @@ WinogradConv3x3::WinogradConv3x3(int64_t cout, int64_t cin, const float* weights
   // U[ξ][cout/16][cin][16]: the 16 output channels of one GEMM panel are contiguous per input
   // channel, the layout f32_winograd_gemm_6x16 streams. Computed in double, rounded once.
   const double(*G)[3] = a == 6 ? kG43 : kG63;
-  for (int64_t co = 0; co < cout; ++co) {
+  parallel_for(pool, cout, [&](int64_t co) {
     for (int64_t ci = 0; ci < cin; ++ci) {
       const float* g = weights + (co * cin + ci) * 9;
       double gg[8][3];  // G g
@@ -395,7 +396,16 @@ WinogradConv3x3::WinogradConv3x3(int64_t cout, int64_t cin, const float* weights
         }
       }
     }
-  }
+  });
+}
+
+int64_t WinogradConv3x3::images_per_full_rows(int64_t oh, int64_t ow, int64_t limit) const {
+  // GEMM rows of the batched kernel: 12 tiles on zmm, 6 on ymm (scalar: 2).
+  const int64_t row = isa_ == Isa::kAvx2 ? (avx512_enabled() ? 12 : 6) : 2;
+  const int64_t m = static_cast<int64_t>(tile_);
+  const int64_t tiles = ((oh + m - 1) / m) * ((ow + m - 1) / m);
+  const int64_t images = row / std::gcd(row, std::max<int64_t>(tiles, 1));
+  return std::clamp<int64_t>(images, 1, std::max<int64_t>(limit, 1));
 }
 
 std::string WinogradConv3x3::name() const {
@@ -405,8 +415,15 @@ std::string WinogradConv3x3::name() const {
 
 void WinogradConv3x3::run(const float* input, int64_t h, int64_t w, int64_t pad_t, int64_t pad_l, float* output,
                           int64_t oh, int64_t ow, const ConvEpilogue& ep, ThreadPool* pool) const {
-  XNN_CHECK(h >= 0 && w >= 0 && pad_t >= 0 && pad_l >= 0, "WinogradConv3x3: negative size or padding");
-  if (oh <= 0 || ow <= 0) return;
+  run_batch(1, input, 0, h, w, pad_t, pad_l, output, 0, oh, ow, ep, pool);
+}
+
+void WinogradConv3x3::run_batch(int64_t images, const float* input, int64_t input_stride, int64_t h, int64_t w,
+                                int64_t pad_t, int64_t pad_l, float* output, int64_t output_stride, int64_t oh,
+                                int64_t ow, const ConvEpilogue& ep, ThreadPool* pool) const {
+  XNN_CHECK(h >= 0 && w >= 0 && pad_t >= 0 && pad_l >= 0 && images >= 0, "WinogradConv3x3: negative size or padding");
+  XNN_CHECK(images <= 1 || !ep.residual, "WinogradConv3x3: a residual needs one image per run");
+  if (oh <= 0 || ow <= 0 || images == 0) return;
   const Kernels& k = stage_kernels(tile_, isa_);
   Geometry g;
   g.m = static_cast<int64_t>(tile_);
@@ -414,7 +431,8 @@ void WinogradConv3x3::run(const float* input, int64_t h, int64_t w, int64_t pad_
   g.xi = g.a * g.a;
   g.tiles_y = (oh + g.m - 1) / g.m;
   g.tiles_x = (ow + g.m - 1) / g.m;
-  g.tiles = g.tiles_y * g.tiles_x;
+  const int64_t image_tiles = g.tiles_y * g.tiles_x;
+  g.tiles = images * image_tiles;  // tile t is tile t % image_tiles of image t / image_tiles
   g.groups = (cin_ + 7) / 8;
   g.cin8 = g.groups * 8;
   g.cout16 = round_up(cout_, 16);
@@ -433,17 +451,23 @@ void WinogradConv3x3::run(const float* input, int64_t h, int64_t w, int64_t pad_
   const float* u = u_.get();
 
   // Stage 1: the padded, channel-interleaved copy of the input, shared read-only by all tasks.
-  float* packed = thread_scratch_f32(static_cast<size_t>(g.groups * group_stride), 2);
-  parallel_for(pool, g.groups, [&](int64_t grp) {
-    k.pack_input(input, cin_, h, w, pad_t, pad_l, grp, g.hp, g.wp, packed + grp * group_stride);
+  const int64_t image_stride = g.groups * group_stride;
+  float* packed = thread_scratch_f32(static_cast<size_t>(images * image_stride), 2);
+  parallel_for(pool, images * g.groups, [&](int64_t task) {
+    const int64_t img = task / g.groups, grp = task % g.groups;
+    k.pack_input(input + img * input_stride, cin_, h, w, pad_t, pad_l, grp, g.hp, g.wp,
+                 packed + img * image_stride + grp * group_stride);
   });
 
   auto input_tile = [&](int64_t t, int64_t g0, int64_t g1, float* vt) {
-    const float* src = packed + ((t / g.tiles_x) * g.m * g.wp + (t % g.tiles_x) * g.m) * 8;
+    const int64_t img = t / image_tiles, it = t % image_tiles;
+    const float* src = packed + img * image_stride + ((it / g.tiles_x) * g.m * g.wp + (it % g.tiles_x) * g.m) * 8;
     k.input_transform(src, g.wp, group_stride, g0, g1, vt, g.v_xi);
   };
   auto output_tile = [&](const float* mt, int64_t t, int64_t co_begin, int64_t co_end) {
-    k.output_transform(mt, g.m_xi, co_begin, co_end, output, oh, ow, (t / g.tiles_x) * g.m, (t % g.tiles_x) * g.m, ep);
+    const int64_t img = t / image_tiles, it = t % image_tiles;
+    k.output_transform(mt, g.m_xi, co_begin, co_end, output + img * output_stride, oh, ow, (it / g.tiles_x) * g.m,
+                       (it % g.tiles_x) * g.m, ep);
   };
   // Transformed weights: the GEMM of one ξ and one 16-channel output block j, for nt tiles.
   auto gemm_xi = [&](int64_t nt, const float* v, float* mm, int64_t xi, int64_t j) {

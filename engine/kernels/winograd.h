@@ -68,14 +68,26 @@ class WinogradConv3x3 {
  public:
   // weights: [cout][cin][3][3] fp32. Transforms (U = G g Gᵀ, in double) and packs them once here,
   // or, for kRaw storage, only packs them.
+  // With a pool the transform is spread over it (training transforms its weights every step).
   WinogradConv3x3(int64_t cout, int64_t cin, const float* weights, WinogradTile tile, Isa isa,
-                  WinogradWeights storage = WinogradWeights::kAuto);
+                  WinogradWeights storage = WinogradWeights::kAuto, ThreadPool* pool = nullptr);
 
   // One image: input [cin][h][w], output [cout][oh][ow] with oh = h + pad_t + pad_b - 2 etc.
   // (the caller gives oh/ow and pad_t/pad_l; the rest of the padding is implied). Thread-safe
   // (const); uses per-thread scratch (slots 2 and 3) so steady state does not allocate.
   void run(const float* input, int64_t h, int64_t w, int64_t pad_t, int64_t pad_l, float* output, int64_t oh,
            int64_t ow, const ConvEpilogue& ep, ThreadPool* pool) const;
+
+  // `images` images at once (input i at input + i·input_stride, output i at output +
+  // i·output_stride): their tiles are blocked together, so small images (7×7: 4 tiles each)
+  // still fill the GEMM micro-kernel's rows (12 tiles with AVX-512, 6 with AVX2). Each output is
+  // computed exactly as run() computes it for its image alone. No residual (it would need a
+  // per-image stride).
+  void run_batch(int64_t images, const float* input, int64_t input_stride, int64_t h, int64_t w, int64_t pad_t,
+                 int64_t pad_l, float* output, int64_t output_stride, int64_t oh, int64_t ow, const ConvEpilogue& ep,
+                 ThreadPool* pool) const;
+  // Images per run_batch call whose tiles fill whole GEMM rows (at most `limit`).
+  int64_t images_per_full_rows(int64_t oh, int64_t ow, int64_t limit) const;
 
   std::string name() const;  // e.g. "f32_conv3x3s1_winograd_f63__avx2"
   size_t packed_weight_bytes() const { return u_floats_ * sizeof(float); }

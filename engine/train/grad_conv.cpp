@@ -218,23 +218,26 @@ std::optional<kernels::WinogradTile> winograd_input_grad_tile(const ConvGeom& g)
   return kernels::choose_winograd_tile(g.m, g.c, g.h, g.w, kernels::best_isa());
 }
 
-// Runs `conv` over images [0, n): one contiguous chunk of images per thread, each image on one
-// thread, so every output is computed the same way whatever the thread count.
+// Each thread runs its images through run_batch a few at a time: enough that their tiles fill
+// whole rows of the Winograd GEMM kernel (7×7 maps have 4 tiles each, 14×14 maps 16).
 template <typename F>
-void for_image_chunks(ThreadPool* pool, int64_t n, F&& per_image) {
+void for_image_slices(ThreadPool* pool, int64_t n, int64_t slice, F&& run_slice) {
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(pool ? pool->threads() : 1, n));
   parallel_for(pool, chunks, [&](int64_t t) {
-    for (int64_t i = n * t / chunks; i < n * (t + 1) / chunks; ++i) per_image(i);
+    const int64_t end = n * (t + 1) / chunks;
+    for (int64_t i = n * t / chunks; i < end; i += slice) run_slice(i, std::min(slice, end - i));
   });
 }
 
 void winograd_forward(const ConvGeom& g, kernels::WinogradTile tile, const float* x, const float* wt, const float* bias,
                       float* y, ThreadPool* pool) {
-  const kernels::WinogradConv3x3 conv(g.m, g.c, wt, tile, kernels::best_isa());
+  const kernels::WinogradConv3x3 conv(g.m, g.c, wt, tile, kernels::best_isa(), kernels::WinogradWeights::kAuto, pool);
   kernels::ConvEpilogue ep;
   ep.bias = bias;
-  for_image_chunks(pool, g.n, [&](int64_t i) {
-    conv.run(x + i * g.c * g.h * g.w, g.h, g.w, g.ph, g.pw, y + i * g.m * g.p(), g.oh, g.ow, ep, nullptr);
+  const int64_t in_stride = g.c * g.h * g.w, out_stride = g.m * g.p();
+  for_image_slices(pool, g.n, conv.images_per_full_rows(g.oh, g.ow, 8), [&](int64_t i, int64_t cnt) {
+    conv.run_batch(cnt, x + i * in_stride, in_stride, g.h, g.w, g.ph, g.pw, y + i * out_stride, out_stride, g.oh, g.ow,
+                   ep, nullptr);
   });
 }
 
@@ -244,10 +247,12 @@ void winograd_input_grad(const ConvGeom& g, kernels::WinogradTile tile, const fl
   for (int64_t m = 0; m < g.m; ++m)
     for (int64_t c = 0; c < g.c; ++c)
       for (int64_t t = 0; t < 9; ++t) flipped[static_cast<size_t>((c * g.m + m) * 9 + t)] = wt[(m * g.c + c) * 9 + 8 - t];
-  const kernels::WinogradConv3x3 conv(g.c, g.m, flipped.data(), tile, kernels::best_isa());
-  for_image_chunks(pool, g.n, [&](int64_t i) {
-    conv.run(dy + i * g.m * g.p(), g.oh, g.ow, 2 - g.ph, 2 - g.pw, dx + i * g.c * g.h * g.w, g.h, g.w,
-             kernels::ConvEpilogue{}, nullptr);
+  const kernels::WinogradConv3x3 conv(g.c, g.m, flipped.data(), tile, kernels::best_isa(),
+                                      kernels::WinogradWeights::kAuto, pool);
+  const int64_t in_stride = g.m * g.p(), out_stride = g.c * g.h * g.w;
+  for_image_slices(pool, g.n, conv.images_per_full_rows(g.h, g.w, 8), [&](int64_t i, int64_t cnt) {
+    conv.run_batch(cnt, dy + i * in_stride, in_stride, g.oh, g.ow, 2 - g.ph, 2 - g.pw, dx + i * out_stride, out_stride,
+                   g.h, g.w, kernels::ConvEpilogue{}, nullptr);
   });
 }
 
@@ -283,13 +288,14 @@ void conv_weight_grad_panels(BackwardContext& c, const ConvGeom& g, const float*
   const int64_t block = std::clamp<int64_t>((256 + g.p() - 1) / g.p(), 1, (g.n + chunks - 1) / chunks);
   const int64_t depth_max = block * g.p();
   // Its own slots after the GEMM path's (a node may use both: dx on the GEMM, dW here).
-  enum : size_t { kX = 0, kA = 1, kB = 2, kPart = 3, kSlots = 4 };
+  enum : size_t { kX = 0, kA = 1, kB = 2, kPart = 3, kHwc = 4, kSlots = 5 };
   auto slot = [&](int64_t t, size_t s) { return static_cast<size_t>(kSlotsPerChunk * chunks + t * kSlots) + s; };
   for (int64_t t = 0; t < chunks; ++t) {  // allocated on the calling thread, before the parallel region
     c.state.slot(slot(t, kX), DType::kF32, {block, hp, wp, cp});  // channels-last, zero-padded
     c.state.slot(slot(t, kA), DType::kF32, {mp, depth_max});
     c.state.slot(slot(t, kB), DType::kF32, {np, depth_max});
     c.state.slot(slot(t, kPart), DType::kF32, {g.m, np});
+    c.state.slot(slot(t, kHwc), DType::kF32, {g.h * g.w, cp});  // one image, channels-last, unpadded
   }
   // Offset of column (tap, channel) from its pixel's window origin in the padded copy.
   std::vector<int64_t> offset(static_cast<size_t>(kcols));
@@ -303,17 +309,19 @@ void conv_weight_grad_panels(BackwardContext& c, const ConvGeom& g, const float*
     float* a = c.state.saved[slot(t, kA)].data<float>();
     float* b = c.state.saved[slot(t, kB)].data<float>();
     float* part = c.state.saved[slot(t, kPart)].data<float>();
+    float* hwc = c.state.saved[slot(t, kHwc)].data<float>();
     for (int64_t nb = n0; nb < n1; nb += block) {
       const int64_t cnt = std::min(block, n1 - nb), depth = cnt * g.p();
-      // Channels-last, zero-padded copies of the block's images (row by row: [C × W] → [W × C]).
+      // Channels-last, zero-padded copies of the block's images: each image transposed whole
+      // ([C × H·W] → [H·W × C], one call: small rows would leave the 8×8 tiles mostly unused),
+      // then its rows placed in the padded grid.
       std::memset(xt, 0, static_cast<size_t>(cnt * hp * wp * cp) * sizeof(float));
       const int64_t rows = std::min(g.h, hp - g.ph), cols = std::min(g.w, wp - g.pw);
       for (int64_t i = 0; i < cnt; ++i) {
-        const float* xi = xp + (nb + i) * g.c * g.h * g.w;
+        kernels::f32_transpose(g.c, g.h * g.w, xp + (nb + i) * g.c * g.h * g.w, g.h * g.w, hwc, cp, isa);
         float* xti = xt + i * hp * wp * cp;
-        for (int64_t iy = 0; iy < rows; ++iy)
-          if (iy + g.ph >= 0 && cols > 0)
-            kernels::f32_transpose(g.c, cols, xi + iy * g.w, g.h * g.w, xti + ((iy + g.ph) * wp + g.pw) * cp, cp, isa);
+        for (int64_t iy = 0; iy < rows && cols > 0; ++iy)
+          std::memcpy(xti + ((iy + g.ph) * wp + g.pw) * cp, hwc + iy * g.w * cp, static_cast<size_t>(cols * cp) * sizeof(float));
       }
       // A panels: dy transposed in mr-row panels, a[panel][q][r] = dy[image][panel·mr + r][pixel].
       if (mp > g.m) std::memset(a, 0, static_cast<size_t>(mp * depth) * sizeof(float));
@@ -330,7 +338,9 @@ void conv_weight_grad_panels(BackwardContext& c, const ConvGeom& g, const float*
           for (int64_t oy = 0; oy < g.oh; ++oy)
             for (int64_t ox = 0; ox < g.ow; ++ox, panel += nr) {
               const float* window = xti + (oy * g.sh * wp + ox * g.sw) * cp;
-              if (contiguous) {
+              if (contiguous && nr == 16) {  // a fixed size: inlined vector moves, not a libc call
+                std::memcpy(panel, window + offset[static_cast<size_t>(col0)], 16 * sizeof(float));
+              } else if (contiguous) {
                 std::memcpy(panel, window + offset[static_cast<size_t>(col0)], static_cast<size_t>(nr) * sizeof(float));
               } else {
                 for (int64_t cc = 0; cc < valid; ++cc) panel[cc] = window[offset[static_cast<size_t>(col0 + cc)]];

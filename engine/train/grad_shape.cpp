@@ -10,13 +10,6 @@
 namespace xnn::train {
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 void copy_grad(BackwardContext& c) {
   if (!c.wants(0)) return;
   std::memcpy(c.grad_input(0).raw(), c.grad_output(0).raw(), c.grad_input(0).nbytes());
@@ -24,8 +17,9 @@ void copy_grad(BackwardContext& c) {
 
 int64_t norm_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
-// Dropout: keep each element with probability 1-p and scale it by 1/(1-p). The draw for element
-// i is a hash of (step seed, i), so the mask does not depend on thread count or timing.
+// Dropout: keep each element with probability 1-p and scale it by 1/(1-p). The draws for
+// elements 2j and 2j+1 are the low and high 32 bits of a 64-bit hash of (step seed, j), so the
+// mask does not depend on thread count or timing (and one hash serves two elements).
 void dropout_forward(ForwardContext& c) {
   const Tensor& x = *c.inputs[0];
   Tensor& y = *c.outputs[0];
@@ -41,13 +35,15 @@ void dropout_forward(ForwardContext& c) {
     for (int64_t i = 0; i < n; ++i) m[i] = 1.0f;
   } else {
     const float scale = ratio >= 1.0f ? 0.0f : 1.0f / (1.0f - ratio);
-    const uint64_t threshold = static_cast<uint64_t>(static_cast<double>(ratio) * 18446744073709551616.0);
-    // Blocks of the batch on the pool: each element's draw depends only on its index.
+    // A 32-bit uniform draw u keeps its element when u >= ratio·2³² (ratio 1 keeps none).
+    const uint64_t threshold = static_cast<uint64_t>(static_cast<double>(ratio) * 4294967296.0);
+    // Blocks of the batch (even sizes, so pairs never straddle two) on the pool: each element's
+    // draw depends only on its index.
     constexpr int64_t kBlock = 1 << 14;
     const kernels::Isa isa = kernels::best_isa();
     parallel_for(c.pool, (n + kBlock - 1) / kBlock, [&](int64_t b) {
       const int64_t begin = b * kBlock, end = std::min(n, begin + kBlock);
-      for (int64_t i = begin; i < end; ++i) m[i] = mix(c.step_seed + static_cast<uint64_t>(i)) >= threshold ? scale : 0.0f;
+      kernels::f32_dropout_mask(c.step_seed, begin, end - begin, threshold, scale, m + begin, isa);
       kernels::f32_vmul(xp + begin, m + begin, end - begin, yp + begin, isa);
     });
   }

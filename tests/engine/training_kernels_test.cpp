@@ -94,6 +94,30 @@ TEST(TrainingKernels, ElementwisePassesMatchDefinitionOnBothIsas) {
   }
 }
 
+TEST(TrainingKernels, DropoutMaskDrawsTheDocumentedBitsOnBothIsas) {
+  for (uint64_t threshold : {uint64_t{0}, uint64_t{1} << 31, uint64_t{3000000000u}, uint64_t{1} << 32}) {
+    for (int64_t first : {int64_t{0}, int64_t{6}, int64_t{1000}}) {
+      for (int64_t n : {1, 2, 7, 8, 9, 31, 100}) {
+        std::vector<float> want(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          uint64_t x = 77 + static_cast<uint64_t>((first + i) / 2) + 0x9E3779B97F4A7C15ull;
+          x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+          x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+          x ^= x >> 31;
+          const uint64_t u = (first + i) % 2 ? x >> 32 : x & 0xFFFFFFFFu;
+          want[static_cast<size_t>(i)] = u >= threshold ? 2.5f : 0.0f;
+        }
+        for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+          if (!isa_supported(isa)) continue;
+          std::vector<float> got(static_cast<size_t>(n), -1.0f);
+          f32_dropout_mask(77, first, n, threshold, 2.5f, got.data(), isa);
+          EXPECT_TRUE(same_bits(got, want)) << isa_name(isa) << " threshold " << threshold << " first " << first << " n " << n;
+        }
+      }
+    }
+  }
+}
+
 TEST(TrainingKernels, MaxPoolArgmaxFollowsTheFirstMaximumRuleAndRoutesGradients) {
   for (int64_t ow : {1, 3, 7, 8, 9, 14, 16, 23}) {
     std::vector<float> r0 = data(2 * ow + 1, 10, true), r1 = data(2 * ow + 1, 11, true);
