@@ -3,13 +3,17 @@
 // channel (as the training BatchNorm does), ReLU backward and the 2×2 max pool with argmax.
 // Counter "GB/s" = bytes read + written per second.
 //
+// And a lone convolution's training step (BM_train_conv3x3_step, below).
+//
 //   xnn_kernel_bench --benchmark_filter=BM_train_ --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 
 #include <random>
 #include <vector>
 
+#include "engine/core/graph.h"
 #include "engine/kernels/training_kernels.h"
+#include "engine/train/training_session.h"
 
 namespace {
 
@@ -69,7 +73,7 @@ void BM_train_bn_backward(benchmark::State& state) {
         const int64_t off = (i * c + ch) * inner;
         xnn::kernels::f32_bn_grad_apply(x.data() + off, dy.data() + off, r.data() + off, inner, 0.1f, 1.0f,
                                         static_cast<float>(s1 * 1e-9), static_cast<float>(s2 * 1e-9), dx.data() + off,
-                                        isa);
+                                        /*stream=*/true, isa);
       }
     }
     benchmark::ClobberMemory();
@@ -104,5 +108,64 @@ void BM_train_maxpool2x2(benchmark::State& state) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_train_maxpool2x2)->Args({128 * 32, 28, 0})->Args({128 * 32, 28, 1})->Args({128 * 64, 14, 1})->Unit(benchmark::kMillisecond);
+
+// One training step of a lone 3×3 convolution (pad 1) on a batch of 128: its forward, and a
+// backward that computes the weight gradient only (the input is the session's runtime input,
+// so no input gradient), as the convolutions of the small Fashion-MNIST CNN. Counter "GFLOP/s"
+// = 2·MACs of forward + weight gradient per second. args: C_in, C_out, H = W, threads.
+namespace bench_conv {
+
+int add_node(xnn::Graph& g, const std::string& op, std::vector<int> inputs, std::map<std::string, xnn::Attribute> attrs) {
+  xnn::Node n;
+  n.op_type = op;
+  n.name = op + std::to_string(g.nodes.size());
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  xnn::Value v;
+  v.name = n.name + "_out";
+  v.dtype = xnn::DType::kF32;
+  n.outputs.push_back(g.add_value(v));
+  g.nodes.push_back(std::move(n));
+  return g.nodes.back().outputs[0];
+}
+
+void BM_train_conv3x3_step(benchmark::State& state) {
+  const int64_t batch = 128, c = state.range(0), m = state.range(1), hw = state.range(2);
+  auto model = std::make_shared<xnn::Model>();
+  xnn::Graph& g = model->graph;
+  xnn::Value in;
+  in.name = "x";
+  in.dtype = xnn::DType::kF32;
+  in.has_shape = true;
+  in.shape = {xnn::Dim::fixed(batch), xnn::Dim::fixed(c), xnn::Dim::fixed(hw), xnn::Dim::fixed(hw)};
+  const int x = g.add_value(in);
+  g.inputs.push_back(x);
+  const std::vector<float> wv = random_floats(static_cast<size_t>(m * c * 9), 3);
+  xnn::Tensor w(xnn::DType::kF32, {m, c, 3, 3});
+  std::copy(wv.begin(), wv.end(), w.data<float>());
+  const int wi = g.add_constant("w", std::move(w));
+  const int y = add_node(g, "Conv", {x, wi}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  // A global average pool keeps the loss small (64 logits): the step is the convolution's.
+  const int pooled = add_node(g, "GlobalAveragePool", {y}, {});
+  g.outputs.push_back(add_node(g, "Flatten", {pooled}, {{"axis", int64_t{1}}}));
+  xnn::train::TrainingSession session(model, xnn::train::TrainingOptions{static_cast<int>(state.range(3)), 0, 0.0f});
+  xnn::Tensor input(xnn::DType::kF32, {batch, c, hw, hw});
+  const std::vector<float> xv = random_floats(static_cast<size_t>(input.numel()), 4);
+  std::copy(xv.begin(), xv.end(), input.data<float>());
+  xnn::Tensor labels(xnn::DType::kI64, {batch});
+  for (int64_t i = 0; i < batch; ++i) labels.data<int64_t>()[i] = i % m;
+  for (auto _ : state) session.train_step(input, labels);
+  const double macs = 2.0 * static_cast<double>(batch * m * c * 9 * hw * hw);
+  state.counters["GFLOP/s"] = benchmark::Counter(2 * macs, benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_train_conv3x3_step)
+    ->Args({32, 64, 14, 1})
+    ->Args({64, 64, 7, 1})
+    ->Args({32, 64, 14, 2})
+    ->Args({64, 64, 7, 2})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace bench_conv
 
 }  // namespace

@@ -23,8 +23,8 @@ void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n
 }
 
 void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
-                       float c, float* dx, Isa isa) {
-  if (isa == Isa::kAvx2) return training_avx2::f32_bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx);
+                       float c, float* dx, bool stream, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx, stream);
   impl::bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx);
 }
 

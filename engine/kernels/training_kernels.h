@@ -27,9 +27,11 @@ void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, flo
 // fused ReLU (r = the ReLU's output, non-null), dz = dy where r > 0 and 0 elsewhere.
 void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
                       float* sum_dz_xc, Isa isa = best_isa());
-// Pass 2: dx[i] = k·(dz[i] − mean_dz − (x[i] − mean)·c), dz as in pass 1.
+// Pass 2: dx[i] = k·(dz[i] − mean_dz − (x[i] − mean)·c), dz as in pass 1. `stream`: dx is far
+// larger than the caches (read back only after it has left them), so the AVX2 path writes it
+// with streaming stores, saving the read of each line before it is overwritten (same values).
 void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
-                       float c, float* dx, Isa isa = best_isa());
+                       float c, float* dx, bool stream = false, Isa isa = best_isa());
 
 // ReLU backward from its output (y > 0 exactly where x > 0): dx[i] = y[i] > 0 ? dy[i] : 0.
 void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx, Isa isa = best_isa());
@@ -61,7 +63,7 @@ void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, flo
 void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
                       float* sum_dz_xc);
 void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
-                       float c, float* dx);
+                       float c, float* dx, bool stream);
 void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx);
 void f32_vmul(const float* x, const float* m, int64_t n, float* y);
 void f32_dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshold, float scale, float* mask);

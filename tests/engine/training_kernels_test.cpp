@@ -81,9 +81,18 @@ TEST(TrainingKernels, ElementwisePassesMatchDefinitionOnBothIsas) {
       f32_scale_shift(x.data(), n, 1.5f, -0.25f, false, y.data(), isa);
       for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * 1.5f - 0.25f;
       EXPECT_TRUE(same_bits(y, want));
-      f32_bn_grad_apply(x.data(), dy.data(), r.data(), n, 0.1f, 0.7f, 0.05f, 0.3f, y.data(), isa);
-      for (size_t i = 0; i < x.size(); ++i) want[i] = 0.7f * ((r[i] > 0 ? dy[i] : 0.0f) - 0.05f - (x[i] - 0.1f) * 0.3f);
-      EXPECT_TRUE(same_bits(y, want));
+      for (bool stream : {false, true}) {
+        f32_bn_grad_apply(x.data(), dy.data(), r.data(), n, 0.1f, 0.7f, 0.05f, 0.3f, y.data(), stream, isa);
+        for (size_t i = 0; i < x.size(); ++i) want[i] = 0.7f * ((r[i] > 0 ? dy[i] : 0.0f) - 0.05f - (x[i] - 0.1f) * 0.3f);
+        EXPECT_TRUE(same_bits(y, want)) << "stream " << stream;
+        // From an odd float offset: the streaming path's unaligned head.
+        if (n > 1) {
+          f32_bn_grad_apply(x.data() + 1, dy.data() + 1, nullptr, n - 1, 0.1f, 0.7f, 0.05f, 0.3f, y.data() + 1, stream, isa);
+          for (size_t i = 1; i < x.size(); ++i) want[i] = 0.7f * (dy[i] - 0.05f - (x[i] - 0.1f) * 0.3f);
+          y[0] = want[0];
+          EXPECT_TRUE(same_bits(y, want)) << "stream " << stream << ", unaligned";
+        }
+      }
       f32_relu_grad(r.data(), dy.data(), n, y.data(), isa);
       for (size_t i = 0; i < x.size(); ++i) want[i] = r[i] > 0 ? dy[i] : 0.0f;
       EXPECT_TRUE(same_bits(y, want));
