@@ -44,6 +44,14 @@ struct ForwardContext {
   // that alone consumes the Relu's output. outputs[0] is then the pool's output; the op records
   // each window's winning tap (as the MaxPool's training forward does) for its backward.
   bool fused_maxpool = false;
+  // Batch statistics handed from a producer to its consumer (GradOp::emits_output_stats /
+  // takes_input_stats), training mode only. The producer writes, for every image n and channel
+  // c of output 0, the shifted sums Σ (y − s) and Σ (y − s)² of that plane, s its first value,
+  // at output_stats[(n·C + c)·3 + {0, 1, 2}] = {sum, sum of squares, s}, while the plane is
+  // still in its cache; the consumer (BatchNormalization) reads them from input_stats instead
+  // of sweeping its input once more.
+  float* output_stats = nullptr;
+  const float* input_stats = nullptr;
 };
 
 struct BackwardContext {
@@ -90,6 +98,10 @@ struct GradOp {
   // Conv → BatchNorm → Relu → MaxPool): neither the Relu's output nor its gradient is then
   // materialised.
   bool fuses_relu_maxpool = false;
+  // Output statistics (ForwardContext::output_stats): the forward can write them; the session
+  // asks for them when the output feeds only an op that takes_input_stats.
+  bool emits_output_stats = false;
+  bool takes_input_stats = false;
 };
 
 class GradRegistry {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/kernels/gemm.h"
+#include "engine/kernels/training_kernels.h"
 #include "engine/kernels/transpose.h"
 #include "engine/kernels/winograd.h"
 #include "engine/ops/nn_common.h"
@@ -110,9 +111,22 @@ std::pair<int64_t, int64_t> chunk_range(int64_t chunk, int64_t chunks, int64_t n
   return {n * chunk / chunks, n * (chunk + 1) / chunks};
 }
 
+// ForwardContext::output_stats of channels [m0, m0 + count) of image n, from their output planes
+// (just written by this thread, so still in its cache).
+void plane_stats(const ConvGeom& g, const float* y, int64_t n, int64_t m0, int64_t count, float* stats) {
+  if (!stats) return;
+  for (int64_t m = m0; m < m0 + count; ++m) {
+    const float* plane = y + (n * g.m + m) * g.p();
+    float* st = stats + (n * g.m + m) * 3;
+    st[2] = plane[0];
+    kernels::f32_shifted_sums(plane, g.p(), plane[0], &st[0], &st[1]);
+  }
+}
+
 // ---- depthwise: direct loops over each (image, output channel) plane ----
 
-void depthwise_forward(const ConvGeom& g, const float* x, const float* wt, const float* bias, float* y, ThreadPool* pool) {
+void depthwise_forward(const ConvGeom& g, const float* x, const float* wt, const float* bias, float* y, float* stats,
+                       ThreadPool* pool) {
   parallel_for(pool, g.n * g.m, [&](int64_t nm) {
     const int64_t n = nm / g.m, m = nm % g.m, c = m / g.mg;
     const float* xp = x + (n * g.c + c) * g.h * g.w;
@@ -133,6 +147,7 @@ void depthwise_forward(const ConvGeom& g, const float* x, const float* wt, const
         }
       }
     }
+    plane_stats(g, y, n, m, 1, stats);
   });
 }
 
@@ -230,7 +245,7 @@ void for_image_slices(ThreadPool* pool, int64_t n, int64_t slice, F&& run_slice)
 }
 
 void winograd_forward(const ConvGeom& g, kernels::WinogradTile tile, const float* x, const float* wt, const float* bias,
-                      float* y, ThreadPool* pool) {
+                      float* y, float* stats, ThreadPool* pool) {
   const kernels::WinogradConv3x3 conv(g.m, g.c, wt, tile, kernels::best_isa(), kernels::WinogradWeights::kAuto, pool);
   kernels::ConvEpilogue ep;
   ep.bias = bias;
@@ -238,6 +253,7 @@ void winograd_forward(const ConvGeom& g, kernels::WinogradTile tile, const float
   for_image_slices(pool, g.n, conv.images_per_full_rows(g.oh, g.ow, 8), [&](int64_t i, int64_t cnt) {
     conv.run_batch(cnt, x + i * in_stride, in_stride, g.h, g.w, g.ph, g.pw, y + i * out_stride, out_stride, g.oh, g.ow,
                    ep, nullptr);
+    for (int64_t n = i; n < i + cnt; ++n) plane_stats(g, y, n, 0, g.m, stats);
   });
 }
 
@@ -392,8 +408,9 @@ void conv_forward(ForwardContext& c) {
   const float* wp = wt.data<float>();
   const float* bp = b ? b->data<float>() : nullptr;
   float* yp = y.data<float>();
-  if (g.depthwise()) return depthwise_forward(g, xp, wp, bp, yp, c.pool);
-  if (const auto tile = winograd_forward_tile(g)) return winograd_forward(g, *tile, xp, wp, bp, yp, c.pool);
+  float* stats = c.output_stats;
+  if (g.depthwise()) return depthwise_forward(g, xp, wp, bp, yp, stats, c.pool);
+  if (const auto tile = winograd_forward_tile(g)) return winograd_forward(g, *tile, xp, wp, bp, yp, stats, c.pool);
   const int64_t chunks = chunk_count(c.pool, g.n);
   const int64_t batch = images_per_gemm(g, (g.n + chunks - 1) / chunks);
   for (int64_t t = 0; t < chunks; ++t) {
@@ -418,14 +435,17 @@ void conv_forward(ForwardContext& c) {
           if (!im2col_is_identity(g)) im2col(g, xg, col, ld);
           kernels::f32_gemm(packed[static_cast<size_t>(grp)], ld, MatrixRef{im2col_is_identity(g) ? xg : col, ld, 1},
                             yp + (nb * g.m + grp * g.mg) * g.p(), g.p(), ep, nullptr);
+          plane_stats(g, yp, nb, grp * g.mg, g.mg, stats);
           continue;
         }
         for (int64_t i = 0; i < cnt; ++i) im2col(g, xp + ((nb + i) * g.c + grp * g.cg) * g.h * g.w, col + i * g.p(), ld);
         kernels::f32_gemm(packed[static_cast<size_t>(grp)], ld, MatrixRef{col, ld, 1}, rows, ld, ep, nullptr);
-        for (int64_t i = 0; i < cnt; ++i)
+        for (int64_t i = 0; i < cnt; ++i) {
           for (int64_t m = 0; m < g.mg; ++m)
             std::memcpy(yp + ((nb + i) * g.m + grp * g.mg + m) * g.p(), rows + m * ld + i * g.p(),
                         static_cast<size_t>(g.p()) * sizeof(float));
+          plane_stats(g, yp, nb + i, grp * g.mg, g.mg, stats);
+        }
       }
     }
   });
@@ -534,6 +554,10 @@ void conv_backward_gemm(BackwardContext& c, const ConvGeom& g, const float* xp, 
 
 }  // namespace
 
-void register_conv_grads(GradRegistry& r) { r.add({"Conv", {0, 1, 2}, conv_forward, conv_backward}); }
+void register_conv_grads(GradRegistry& r) {
+  GradOp conv{"Conv", {0, 1, 2}, conv_forward, conv_backward};
+  conv.emits_output_stats = true;
+  r.add(std::move(conv));
+}
 
 }  // namespace xnn::train

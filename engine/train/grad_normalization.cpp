@@ -82,19 +82,37 @@ void bn_forward(ForwardContext& c) {
       // One pass over the channel: sums of d = x − shift and of d², shift = the channel's first
       // value, so the variance Σd²/M − (Σd/M)² does not cancel catastrophically. Float sums per
       // row (vectorised), double across rows.
-      const float shift = xp[ch * g.inner];
-      double s1 = 0, s2 = 0;
-      for (int64_t n = 0; n < g.n; ++n) {
-        if (n + 1 < g.n) prefetch_row(xp + ((n + 1) * g.c + ch) * g.inner, g.inner);
-        float a1 = 0, a2 = 0;
-        kernels::f32_shifted_sums(xp + (n * g.c + ch) * g.inner, g.inner, shift, &a1, &a2, isa);
-        s1 += a1;
-        s2 += a2;
+      double m, var, ss;
+      if (c.input_stats) {
+        // Per-plane shifted sums from the producer, combined image by image (Chan et al.'s
+        // parallel variance: each plane's own mean and squared deviations, merged exactly).
+        const double plane = static_cast<double>(g.inner);
+        double count = 0, acc_mean = 0, acc_m2 = 0;
+        for (int64_t n = 0; n < g.n; ++n) {
+          const float* st = c.input_stats + (n * g.c + ch) * 3;
+          const double pm = st[2] + st[0] / plane, pm2 = std::max(0.0, st[1] - static_cast<double>(st[0]) * st[0] / plane);
+          const double total = count + plane, delta = pm - acc_mean;
+          acc_mean += delta * plane / total;
+          acc_m2 += pm2 + delta * delta * count * plane / total;
+          count = total;
+        }
+        m = acc_mean;
+        ss = acc_m2;
+      } else {
+        const float shift = xp[ch * g.inner];
+        double s1 = 0, s2 = 0;
+        for (int64_t n = 0; n < g.n; ++n) {
+          if (n + 1 < g.n) prefetch_row(xp + ((n + 1) * g.c + ch) * g.inner, g.inner);
+          float a1 = 0, a2 = 0;
+          kernels::f32_shifted_sums(xp + (n * g.c + ch) * g.inner, g.inner, shift, &a1, &a2, isa);
+          s1 += a1;
+          s2 += a2;
+        }
+        const double cnt = static_cast<double>(g.count());
+        m = shift + s1 / cnt;
+        ss = std::max(0.0, s2 - s1 * s1 / cnt);  // Σ (x − mean)²
       }
-      const double cnt = static_cast<double>(g.count());
-      const double m = shift + s1 / cnt;
-      const double ss = std::max(0.0, s2 - s1 * s1 / cnt);  // Σ (x − mean)²
-      const double var = ss / static_cast<double>(g.count());
+      var = ss / static_cast<double>(g.count());
       mu = static_cast<float>(m);
       istd = static_cast<float>(1.0 / std::sqrt(var + eps));
       const double unbiased = g.count() > 1 ? ss / static_cast<double>(g.count() - 1) : var;
@@ -107,13 +125,18 @@ void bn_forward(ForwardContext& c) {
     mean[ch] = mu;
     invstd[ch] = istd;
     const float a = gamma[ch] * istd, b = beta[ch] - mu * a;
+    // With the statistics handed over, this is the first read of the channel's rows.
+    const bool cold = c.input_stats != nullptr;
     if (pool.oh < 0) {
-      for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t n = 0; n < g.n; ++n) {
+        if (cold && n + 1 < g.n) prefetch_row(xp + ((n + 1) * g.c + ch) * g.inner, g.inner);
         kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, relu, yp + (n * g.c + ch) * g.inner, isa);
+      }
       return;
     }
     float* plane = kernels::thread_scratch_f32(static_cast<size_t>(g.inner), 2);
     for (int64_t n = 0; n < g.n; ++n) {
+      if (cold && n + 1 < g.n) prefetch_row(xp + ((n + 1) * g.c + ch) * g.inner, g.inner);
       kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, /*relu=*/true, plane, isa);
       const int64_t o = (n * g.c + ch) * pool.oh * pool.ow;
       for (int64_t oy = 0; oy < pool.oh; ++oy) {
@@ -199,6 +222,7 @@ void bn_backward(BackwardContext& c) {
 
 void register_normalization_grads(GradRegistry& r) {
   GradOp bn{"BatchNormalization", {0, 1, 2}, bn_forward, bn_backward};
+  bn.takes_input_stats = true;
   bn.fuses_relu = true;
   bn.fuses_relu_maxpool = true;
   r.add(std::move(bn));

@@ -121,6 +121,7 @@ struct TrainingSession::Plan {
   // forward does nothing; and whose output gradient also shares the input gradient's buffer
   // (when the input feeds nothing else), so its backward does nothing either.
   std::vector<char> alias_forward, alias_backward;
+  std::vector<Tensor> stats;  // per node with a stats_consumer_: [N, C, 3] (ForwardContext::output_stats)
 };
 
 TrainingSession::TrainingSession(std::shared_ptr<Model> model, TrainingOptions options)
@@ -197,6 +198,24 @@ void TrainingSession::plan_relu_fusion() {
       if (v >= 0) producer[static_cast<size_t>(v)] = static_cast<int>(ni);
   }
   for (int v : g.outputs) ++consumers[static_cast<size_t>(v)];  // a graph output must stay
+  // Statistics hand-over: a producer whose output 0 feeds nothing but input 0 of a consumer that
+  // takes them (Conv → BatchNormalization).
+  stats_consumer_.assign(g.nodes.size(), -1);
+  stats_producer_.assign(g.nodes.size(), -1);
+  for (int ni = 0; ni <= last_node_; ++ni) {
+    const Node& cons = g.nodes[static_cast<size_t>(ni)];
+    const GradOp* cop = grads.find(cons);
+    if (!cop || !cop->takes_input_stats || !cop->forward || cons.inputs.empty() || cons.inputs[0] < 0) continue;
+    const int v = cons.inputs[0];
+    const int p = producer[static_cast<size_t>(v)];
+    if (p < 0 || consumers[static_cast<size_t>(v)] != 1) continue;
+    const Node& prod = g.nodes[static_cast<size_t>(p)];
+    const GradOp* pop = grads.find(prod);
+    if (pop && pop->emits_output_stats && pop->forward && !prod.outputs.empty() && prod.outputs[0] == v) {
+      stats_consumer_[static_cast<size_t>(p)] = ni;
+      stats_producer_[static_cast<size_t>(ni)] = p;
+    }
+  }
   for (int ni = 0; ni <= last_node_; ++ni) {
     const Node& relu = g.nodes[static_cast<size_t>(ni)];
     if (relu.op_type != "Relu" || !relu.domain.empty() || relu.inputs.size() != 1 || relu.outputs.size() != 1) continue;
@@ -264,6 +283,7 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
   plan->grad_written.assign(nv, 0);
   plan->temp.resize(g.nodes.size());
   plan->alias_forward.assign(g.nodes.size(), 0);
+  plan->stats.resize(g.nodes.size());
   plan->alias_backward.assign(g.nodes.size(), 0);
 
   std::vector<TensorInfo> info(nv);
@@ -323,6 +343,10 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
         plan->needs_grad[static_cast<size_t>(v)] = 1;
         if (materialise) plan->grad[static_cast<size_t>(v)] = Tensor(DType::kF32, outs[o].shape);
       }
+    }
+    if (stats_consumer_[ni] >= 0) {
+      const Shape& ys = info[static_cast<size_t>(n.outputs[0])].shape;
+      if (ys.size() >= 2) plan->stats[ni] = Tensor(DType::kF32, {ys[0], ys[1], 3});
     }
     if (is_view_op(n)) {
       const int vi = n.inputs[0], vo = n.outputs[0];
@@ -401,6 +425,13 @@ void TrainingSession::forward(Plan& plan, const Tensor& input, bool training, bo
     if (gop && gop->forward) {
       ForwardContext ctx{n, ins, outs, training, step_seed ^ static_cast<uint64_t>(ni), node_state_[static_cast<size_t>(ni)],
                          pool_.get(), fused_relu, fused_pool_of_[static_cast<size_t>(ni)] >= 0};
+      if (training) {
+        Tensor& out_stats = plan.stats[static_cast<size_t>(ni)];
+        if (out_stats.defined()) ctx.output_stats = out_stats.data<float>();
+        const int producer = stats_producer_[static_cast<size_t>(ni)];
+        if (producer >= 0 && plan.stats[static_cast<size_t>(producer)].defined())
+          ctx.input_stats = plan.stats[static_cast<size_t>(producer)].data<float>();
+      }
       gop->forward(ctx);
     } else {
       KernelContext ctx(n, ins, outs, pool_.get());

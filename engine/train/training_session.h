@@ -106,6 +106,8 @@ class TrainingSession {
   std::vector<int> fused_pool_of_;
   std::vector<char> unmaterialised_;  // per value: inside a fused chain, no tensor of its own
   std::vector<int> consumers_;        // per value: nodes reading it (+1 for a graph output)
+  std::vector<int> stats_consumer_;   // per node: the node its output-0 statistics go to (-1: none)
+  std::vector<int> stats_producer_;   // per node: the node handing it its input statistics (-1: none)
   std::vector<char> fused_away_;
   void plan_relu_fusion();
   int output_value(int node, size_t output) const;  // the value a node's output writes to
