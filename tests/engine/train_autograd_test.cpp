@@ -478,6 +478,50 @@ TEST(AutogradBatchNorm, FusedReluGivesTheUnfusedGradientsExactly) {
   for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_EQ(grads[0][i], grads[1][i]) << "parameter " << i;
 }
 
+// A Conv whose output feeds only a BatchNorm hands it per-plane shifted sums (ForwardContext::
+// output_stats); merged per channel they give the batch statistics the BatchNorm computes itself
+// (here: when the conv output is also a graph output, so there is no hand-over). Channels with a
+// large mean test the merge's cancellation safety.
+TEST(AutogradBatchNorm, StatisticsHandedOverByTheConvMatchItsOwn) {
+  std::vector<std::vector<float>> grads[2], running[2];
+  for (int own = 0; own < 2; ++own) {
+    GraphBuilder b;
+    b.batch = 5;
+    const int x = b.param("x", {b.batch, 8, 6, 7}, 20.0f, 22.0f);  // mean ≈ 21·Σw: far from 0
+    const int w = b.param("w", {16, 8, 3, 3}, 0.0f, 0.5f);
+    const int c = b.node("Conv", {x, w}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+    const int scale = b.param("gamma", {16}, 0.5f, 1.5f);
+    const int bias = b.param("beta", {16}, -0.5f, 0.5f);
+    const int mean = b.constant("mean", Tensor(DType::kF32, {16}));
+    Tensor var(DType::kF32, {16});
+    for (int i = 0; i < 16; ++i) var.data<float>()[i] = 1.0f;
+    const int vr = b.constant("var", var);
+    const int y = b.node("BatchNormalization", {c, scale, bias, mean, vr});
+    b.finish(y, 16 * 6 * 7);
+    if (own) b.g().outputs.push_back(c);
+    TrainingSession s(b.model, TrainingOptions{2, 0, 0.0f});
+    Tensor z = b.random({5, 16 * 6 * 7}, -0.1f, 0.1f);
+    Tensor labels = Tensor::from_vector<int64_t>({0, 3, 5, 7, 9}, {5});
+    s.train_step(z, labels);
+    for (const Parameter& prm : s.parameters())
+      grads[own].emplace_back(prm.grad.data<float>(), prm.grad.data<float>() + prm.grad.numel());
+    for (int v : {mean, vr}) {
+      const Tensor& t = *b.g().value(v).data;
+      running[own].emplace_back(t.data<float>(), t.data<float>() + t.numel());
+    }
+  }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    float scale = 0;
+    for (float v : grads[1][i]) scale = std::max(scale, std::fabs(v));
+    for (size_t j = 0; j < grads[0][i].size(); ++j)
+      EXPECT_NEAR(grads[0][i][j], grads[1][i][j], 1e-4f * scale) << "parameter " << i << " element " << j;
+  }
+  for (size_t i = 0; i < running[0].size(); ++i)
+    for (size_t j = 0; j < running[0][i].size(); ++j)
+      EXPECT_NEAR(running[0][i][j], running[1][i][j], 1e-5f * (1 + std::fabs(running[1][i][j]))) << i << " " << j;
+}
+
 TEST(TrainingSession, ThreadsAgreeWithSerial) {
   std::vector<std::vector<float>> grads[2];
   for (int threads : {1, 2}) {
