@@ -408,8 +408,8 @@ GemmPanelShape f32_gemm_panel_shape(Isa isa, F32GemmKernels family) {
   return {ks.mr, ks.nr};
 }
 
-void f32_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a_panels, const float* b_panels, float* c,
-                     int64_t ldc, bool accumulate, Isa isa, F32GemmKernels family) {
+void f32_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a_panels, const float* b, int64_t b_row_stride,
+                     int64_t b_panel_stride, float* c, int64_t ldc, bool accumulate, Isa isa, F32GemmKernels family) {
   if (m <= 0 || n <= 0) return;
   const KernelSet& ks = kernels_for(isa, family);
   XNN_CHECK(ldc >= n, "f32_gemm_panels: ldc < n");
@@ -427,10 +427,10 @@ void f32_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a_panels, con
     for (int64_t j = 0; j < n; j += ks.nr) {
       const size_t nr = static_cast<size_t>(std::min<int64_t>(ks.nr, n - j));
       const GemmUkernelFn fn = (ks.narrow && nr * 2 <= static_cast<size_t>(ks.nr)) ? ks.narrow : ks.main;
-      const float* bp = b_panels + j * k + pc * ks.nr;  // panel j / nr: k × nr floats
+      const float* bp = b + (j / ks.nr) * b_panel_stride + pc * b_row_stride;
       for (int64_t i = 0; i < m; i += ks.mr) {
         const float* ap = a_panels + i * k + pc * ks.mr;  // panel i / mr: k × mr floats
-        fn(static_cast<size_t>(std::min<int64_t>(ks.mr, m - i)), nr, static_cast<size_t>(kc), ap, bp, ks.nr,
+        fn(static_cast<size_t>(std::min<int64_t>(ks.mr, m - i)), nr, static_cast<size_t>(kc), ap, bp, b_row_stride,
            c + i * ldc + j, ldc, acc, none);
       }
     }

@@ -78,19 +78,23 @@ void f32_gemm(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* 
 // ---- GEMM on operands the caller packed itself ----
 // For callers that can write both operands straight into the micro-kernel's panel layouts more
 // cheaply than packing a row-major matrix (training's weight gradient builds its im2col panels
-// from a channels-last copy of the input, one contiguous run per panel row).
+// from a channels-last copy of the input, one contiguous run per panel row; the Winograd weight
+// gradient reads its transformed input in place).
 //   a_panels: ceil(m/mr) panels, panel i holding A[i·mr + r][q] at i·mr·k + q·mr + r (rows past
 //             m zero);
-//   b_panels: ceil(n/nr) panels, panel j holding B[q][j·nr + c] at j·nr·k + q·nr + c (columns
-//             past n zero).
+//   b:        ceil(n/nr) panels of k rows of nr floats, panel j starting at b + j·b_panel_stride,
+//             its row q (B[q][j·nr .. j·nr + nr)) b_row_stride floats after row q−1. Packed:
+//             b_row_stride = nr, b_panel_stride = nr·k. Columns past n may hold anything finite
+//             or not: they only reach columns of C that are not written.
 // mr and nr depend on the ISA and family (f32_gemm_panel_shape). Single-threaded: callers split
 // the work. C[m×n] (row stride ldc) = A·B, or += with accumulate.
 struct GemmPanelShape {
   int mr, nr;
 };
 GemmPanelShape f32_gemm_panel_shape(Isa isa, F32GemmKernels family = best_f32_gemm_kernels());
-void f32_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a_panels, const float* b_panels, float* c,
-                     int64_t ldc, bool accumulate, Isa isa, F32GemmKernels family = best_f32_gemm_kernels());
+void f32_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a_panels, const float* b, int64_t b_row_stride,
+                     int64_t b_panel_stride, float* c, int64_t ldc, bool accumulate, Isa isa,
+                     F32GemmKernels family = best_f32_gemm_kernels());
 
 // The micro-kernel name for an ISA (and the best family), e.g. "f32_gemm_6x16__avx2".
 std::string gemm_kernel_name(Isa isa);

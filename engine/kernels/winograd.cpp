@@ -271,12 +271,9 @@ void f32_winograd_f63_output__scalar(const float* m, int64_t m_xi_stride, int64_
 
 }  // namespace winograd
 
-namespace {
-
-using winograd::Kernels;
+namespace winograd {
 
 const Kernels& stage_kernels(WinogradTile tile, Isa isa) {
-  using namespace winograd;
   static const Kernels f43_scalar{f32_winograd_pack_input_c8__scalar, f32_winograd_f43_input__scalar,
                                   f32_winograd_gemm_6x16__scalar, f32_winograd_f43_output__scalar,
                                   f32_winograd_f43_weights__scalar};
@@ -301,6 +298,13 @@ const Kernels& stage_kernels(WinogradTile tile, Isa isa) {
   return tile == WinogradTile::kF43 ? f43_scalar : f63_scalar;
 }
 
+}  // namespace winograd
+
+namespace {
+
+using winograd::Kernels;
+using winograd::stage_kernels;
+
 // G (α×3) of the weight transform U = G g Gᵀ, for the same points as the Bᵀ/Aᵀ factorisations.
 constexpr double kG43[6][3] = {{1.0 / 4, 0, 0},
                                {-1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -316,6 +320,12 @@ constexpr double kG63[8][3] = {{1, 0, 0},
                                {32.0 / 45, 16.0 / 45, 8.0 / 45},
                                {32.0 / 45, -16.0 / 45, 8.0 / 45},
                                {0, 0, 1}};
+
+}  // namespace
+
+const double (*winograd::transform_g(WinogradTile tile))[3] { return tile == WinogradTile::kF43 ? kG43 : kG63; }
+
+namespace {
 
 int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 

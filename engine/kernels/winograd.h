@@ -106,6 +106,21 @@ class WinogradConv3x3 {
   std::shared_ptr<float[]> u_;  // U: [α²][cout/16][cin][16]; raw: [cout/16][cin][9][16]; zero past cout
 };
 
+// ---- Weight gradient of a 3×3 stride-1 convolution (training), on the same transforms ----
+// dw[m][c][i][j] = Σ_n Σ_y dy[n][m][y] · x[n][c][y + (i, j) − pad] for `images` images
+// (x [images][cin][h][w], dy [images][cout][oh][ow], dw [cout][cin][3][3], overwritten).
+// Differentiating Y = Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A with respect to g gives, per tile,
+//   dW_tile = Gᵀ [ (A dY Aᵀ) ⊙ (Bᵀ d B) ] G,
+// and the sum over tiles moves inside: per ξ, S_ξ[m][c] = Σ_tiles E_ξ[m] · V_ξ[c] with
+// E = A dY Aᵀ (dY's m×m tile, zero past the output, to α×α) and V = Bᵀ d B (the forward's input
+// transform), a GEMM over tiles; then dW = Gᵀ S G once per (m, c), in double. Multiplications per
+// output-gradient pixel and (m, c) drop from 9 to α²/m² as in the forward. Images are split into
+// one contiguous chunk per thread, each with its own S, summed in chunk order at the end: the
+// result depends on the thread count only through that order. Uses per-thread scratch slots 2-3.
+void f32_conv3x3s1_winograd_wgrad(WinogradTile tile, int64_t images, int64_t cin, int64_t cout, const float* x,
+                                  int64_t h, int64_t w, int64_t pad_t, int64_t pad_l, const float* dy, int64_t oh,
+                                  int64_t ow, float* dw, ThreadPool* pool, Isa isa);
+
 // Which tile (if any) pays for this layer on this ISA; std::nullopt = use im2col+GEMM. The
 // measurements behind the rule are in the comment above its definition (winograd.cpp).
 std::optional<WinogradTile> choose_winograd_tile(int64_t cin, int64_t cout, int64_t oh, int64_t ow, Isa isa);
@@ -123,6 +138,12 @@ using PackInputFn = void (*)(const float* input, int64_t cin, int64_t h, int64_t
 // v[ξ·v_xi_stride + 8·g + l] = (Bᵀ d B)[ξ] of channel 8·g + l, with ξ = row·α + column.
 using InputTransformFn = void (*)(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end,
                                   float* v, int64_t v_xi_stride);
+// Output-gradient transform of one m×m tile (the weight gradient's E = A dY Aᵀ): src is the
+// tile's top-left corner in packed dY (same layout as pack_input's, rows wp·8 floats apart,
+// groups group_stride apart, zero past the output), for groups [g_begin, g_end):
+// e[ξ·e_xi_stride + 8·g + l] = (A dY Aᵀ)[ξ] of channel 8·g + l.
+using GradTransformFn = void (*)(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end,
+                                 float* e, int64_t e_xi_stride);
 // c[i·ldc + j] (+)= Σ_{p<k} v[i·ldv + p] · u[p·16 + j] for i < tiles, j < 16 (one ξ, one block
 // of 16 output channels); adds to c when accumulate (a later chunk of input channels).
 using GemmFn = void (*)(int64_t tiles, int64_t k, const float* v, int64_t ldv, const float* u, float* c, int64_t ldc,
@@ -143,6 +164,9 @@ struct Kernels {
   OutputTransformFn output_transform;
   WeightTransformFn weight_transform;
 };
+// The stage kernels of a tile size on an ISA, and the weight transform's G (α×3, in double).
+const Kernels& stage_kernels(WinogradTile tile, Isa isa);
+const double (*transform_g(WinogradTile tile))[3];
 
 void f32_winograd_pack_input_c8__scalar(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                                         int64_t, float*);
@@ -155,6 +179,11 @@ void f32_winograd_f43_output__scalar(const float*, int64_t, int64_t, int64_t, fl
                                      int64_t, const ConvEpilogue&);
 void f32_winograd_f63_output__scalar(const float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t,
                                      int64_t, const ConvEpilogue&);
+
+void f32_winograd_f43_grad__scalar(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
+void f32_winograd_f63_grad__scalar(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
+void f32_winograd_f43_grad__avx2(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
+void f32_winograd_f63_grad__avx2(const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
 
 void f32_winograd_pack_input_c8__avx2(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                                       int64_t, float*);

@@ -161,6 +161,61 @@ void input_tile(const float* src, int64_t wp, int64_t group_stride, int64_t g_be
   }
 }
 
+// ---- output-gradient transform (weight gradient): E = A dY Aᵀ, A = (Aᵀ)ᵀ of output_1d ----
+
+// A for F(4,3): 4 → 6 (e[ξ] = Σ_p Aᵀ[p][ξ] g[p]).
+inline void grad_1d(const __m256* g, __m256* e, std::integral_constant<int, 4>) {
+  const __m256 a = _mm256_add_ps(g[0], g[2]), b = _mm256_add_ps(g[1], g[3]);
+  const __m256 c = _mm256_fmadd_ps(splat(4.0f), g[2], g[0]), d = _mm256_fmadd_ps(splat(8.0f), g[3], _mm256_add_ps(g[1], g[1]));
+  e[0] = g[0];
+  e[1] = _mm256_add_ps(a, b);
+  e[2] = _mm256_sub_ps(a, b);
+  e[3] = _mm256_add_ps(c, d);
+  e[4] = _mm256_sub_ps(c, d);
+  e[5] = g[3];
+}
+
+// A for F(6,3): 6 → 8.
+inline void grad_1d(const __m256* g, __m256* e, std::integral_constant<int, 6>) {
+  const __m256 a = _mm256_add_ps(_mm256_add_ps(g[0], g[2]), g[4]), b = _mm256_add_ps(_mm256_add_ps(g[1], g[3]), g[5]);
+  const __m256 c = _mm256_fmadd_ps(splat(16.0f), g[4], _mm256_fmadd_ps(splat(4.0f), g[2], g[0]));
+  const __m256 d = _mm256_fmadd_ps(splat(32.0f), g[5], _mm256_fmadd_ps(splat(8.0f), g[3], _mm256_add_ps(g[1], g[1])));
+  const __m256 f = _mm256_fmadd_ps(splat(0.0625f), g[4], _mm256_fmadd_ps(splat(0.25f), g[2], g[0]));
+  const __m256 h = _mm256_fmadd_ps(splat(0.03125f), g[5], _mm256_fmadd_ps(splat(0.125f), g[3], _mm256_mul_ps(splat(0.5f), g[1])));
+  e[0] = g[0];
+  e[1] = _mm256_add_ps(a, b);
+  e[2] = _mm256_sub_ps(a, b);
+  e[3] = _mm256_add_ps(c, d);
+  e[4] = _mm256_sub_ps(c, d);
+  e[5] = _mm256_add_ps(f, h);
+  e[6] = _mm256_sub_ps(f, h);
+  e[7] = g[5];
+}
+
+template <int M>
+void grad_tile(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end, float* e,
+               int64_t e_xi_stride) {
+  constexpr int A = M + 2;
+  constexpr std::integral_constant<int, M> tile{};
+  const int64_t row = wp * 8;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    const float* s = src + g * group_stride;
+    __m256 t[M][A];  // horizontal pass, t[row][ξx]
+    for (int r = 0; r < M; ++r) {
+      __m256 d[M];
+      for (int x = 0; x < M; ++x) d[x] = _mm256_loadu_ps(s + r * row + x * 8);
+      grad_1d(d, t[r], tile);
+    }
+    float* eg = e + g * 8;
+    for (int xx = 0; xx < A; ++xx) {
+      __m256 col[M], out[A];
+      for (int r = 0; r < M; ++r) col[r] = t[r][xx];
+      grad_1d(col, out, tile);
+      for (int xy = 0; xy < A; ++xy) _mm256_storeu_ps(eg + (xy * A + xx) * e_xi_stride, out[xy]);
+    }
+  }
+}
+
 // ---- batched GEMM: MR tiles × 16 output channels, accumulators in registers over all of k ----
 
 template <int MR>
@@ -372,6 +427,31 @@ void f32_winograd_pack_input_c8__avx2(const float* input, int64_t cin, int64_t h
         _mm256_storeu_ps(d + 56, _mm256_shuffle_ps(u5, u7, 0xEE));
       }
     }
+    if (nc == 8 && px < px_hi) {
+      // The last 1-7 pixels of the row (7×7 and 14×14 maps end this way): the same transpose
+      // on masked loads, storing only the pixels that exist.
+      const int64_t rest = px_hi - px;
+      const __m128i m0 = _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(rest)), _mm_setr_epi32(0, 1, 2, 3));
+      const __m128i m4 = _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(rest)), _mm_setr_epi32(4, 5, 6, 7));
+      const float* r = src + px;
+      auto ld = [&](int lo, int hi, int off) {
+        const __m128i m = off ? m4 : m0;
+        return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_maskload_ps(r + lo * plane + off, m)),
+                                    _mm_maskload_ps(r + hi * plane + off, m), 1);
+      };
+      const __m256 t0 = ld(0, 4, 0), t1 = ld(1, 5, 0), t2 = ld(2, 6, 0), t3 = ld(3, 7, 0);
+      const __m256 t4 = ld(0, 4, 4), t5 = ld(1, 5, 4), t6 = ld(2, 6, 4), t7 = ld(3, 7, 4);
+      const __m256 u0 = _mm256_unpacklo_ps(t0, t1), u1 = _mm256_unpackhi_ps(t0, t1);
+      const __m256 u2 = _mm256_unpacklo_ps(t2, t3), u3 = _mm256_unpackhi_ps(t2, t3);
+      const __m256 u4 = _mm256_unpacklo_ps(t4, t5), u5 = _mm256_unpackhi_ps(t4, t5);
+      const __m256 u6 = _mm256_unpacklo_ps(t6, t7), u7 = _mm256_unpackhi_ps(t6, t7);
+      const __m256 pix[8] = {_mm256_shuffle_ps(u0, u2, 0x44), _mm256_shuffle_ps(u0, u2, 0xEE),
+                             _mm256_shuffle_ps(u1, u3, 0x44), _mm256_shuffle_ps(u1, u3, 0xEE),
+                             _mm256_shuffle_ps(u4, u6, 0x44), _mm256_shuffle_ps(u4, u6, 0xEE),
+                             _mm256_shuffle_ps(u5, u7, 0x44), _mm256_shuffle_ps(u5, u7, 0xEE)};
+      for (int64_t i = 0; i < rest; ++i) _mm256_storeu_ps(drow + (px + i) * 8, pix[i]);
+      px = px_hi;
+    }
     for (; px < px_hi; ++px) {
       alignas(32) float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int64_t l = 0; l < nc; ++l) lanes[l] = src[l * plane + px];
@@ -388,6 +468,16 @@ void f32_winograd_f43_input__avx2(const float* src, int64_t wp, int64_t group_st
 void f32_winograd_f63_input__avx2(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end,
                                   float* v, int64_t v_xi_stride) {
   input_tile<6>(src, wp, group_stride, g_begin, g_end, v, v_xi_stride);
+}
+
+void f32_winograd_f43_grad__avx2(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end,
+                                 float* e, int64_t e_xi_stride) {
+  grad_tile<4>(src, wp, group_stride, g_begin, g_end, e, e_xi_stride);
+}
+
+void f32_winograd_f63_grad__avx2(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end,
+                                 float* e, int64_t e_xi_stride) {
+  grad_tile<6>(src, wp, group_stride, g_begin, g_end, e, e_xi_stride);
 }
 
 void f32_winograd_gemm_6x16__avx2(int64_t tiles, int64_t k, const float* v, int64_t ldv, const float* u, float* c,

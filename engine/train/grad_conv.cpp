@@ -9,8 +9,9 @@
 // dW, summed at the end, so results do not depend on scheduling. Depthwise convolutions (one
 // input channel per group) run direct loops instead: a GEMM with one row wastes the micro-kernel.
 //
-// 3×3 stride-1 convolutions (groups 1, no dilation) run their forward pass and their input
-// gradient on the inference engine's Winograd kernels where choose_winograd_tile says they pay:
+// 3×3 stride-1 convolutions (groups 1, no dilation) run their forward pass, their input
+// gradient and their weight gradient (f32_conv3x3s1_winograd_wgrad: dW = Gᵀ[(A dY Aᵀ) ⊙ (Bᵀ d B)]G
+// summed over tiles) on Winograd transforms where choose_winograd_tile says they pay:
 // the input gradient of a stride-1 convolution is itself a stride-1 convolution of dy with the
 // weights flipped in space and transposed in channels (W'[c][m][i][j] = W[m][c][2−i][2−j]),
 // padded by 2 − pad, so it needs no col2im. The weights change every step; their transform
@@ -224,6 +225,12 @@ std::optional<kernels::WinogradTile> winograd_forward_tile(const ConvGeom& g) {
   return kernels::choose_winograd_tile(g.c, g.m, g.oh, g.ow, kernels::best_isa());
 }
 
+// Tile for the weight gradient (kernels::f32_conv3x3s1_winograd_wgrad), or nullopt.
+std::optional<kernels::WinogradTile> winograd_wgrad_tile(const ConvGeom& g) {
+  if (!winograd_shape(g)) return std::nullopt;
+  return kernels::choose_winograd_tile(g.c, g.m, g.oh, g.ow, kernels::best_isa());
+}
+
 // Tile for dx = conv(dy, W') (cin = M, cout = C, output H×W).
 std::optional<kernels::WinogradTile> winograd_input_grad_tile(const ConvGeom& g) {
   if (!winograd_shape(g)) return std::nullopt;
@@ -365,7 +372,7 @@ void conv_weight_grad_panels(BackwardContext& c, const ConvGeom& g, const float*
             }
         }
       }
-      kernels::f32_gemm_panels(g.m, np, depth, a, b, part, np, /*accumulate=*/nb > n0, isa, family);
+      kernels::f32_gemm_panels(g.m, np, depth, a, b, nr, nr * depth, part, np, /*accumulate=*/nb > n0, isa, family);
     }
   });
   // dw[m][c][i][j] = Σ_chunks part[m][(i·kw + j)·C + c]
@@ -470,6 +477,13 @@ void conv_backward(BackwardContext& c) {
       std::vector<float> flipped;
       winograd_input_grad(g, *tile, wp, dyp, dx, flipped, c.pool);
       dx = nullptr;  // done: the GEMM loop below computes dW only
+    }
+  }
+  if (dw) {
+    if (const auto tile = winograd_wgrad_tile(g)) {
+      kernels::f32_conv3x3s1_winograd_wgrad(*tile, g.n, g.c, g.m, xp, g.h, g.w, g.ph, g.pw, dyp, g.oh, g.ow, dw, c.pool,
+                                            kernels::best_isa());
+      dw = nullptr;
     }
   }
   if (dw && panel_wgrad_applies(g)) {

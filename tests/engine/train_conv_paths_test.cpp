@@ -1,6 +1,7 @@
 // The fast paths of the training convolution (engine/train/grad_conv.cpp) against a direct
-// double-precision definition: 3×3 stride-1 forward and input gradient on Winograd, the weight
-// gradient from channels-last panels, and the GEMM/col2im fallback for what those do not take.
+// double-precision definition: 3×3 stride-1 forward, input and weight gradients on Winograd
+// (F(4,3), and F(6,3) at 12×12), the weight gradient from channels-last panels, and the
+// GEMM/col2im fallback for what those do not take.
 // Channel counts are large enough that the fast paths apply (the finite-difference checks in
 // train_autograd_test.cpp use tiny convolutions that stay on the fallback).
 //
@@ -157,13 +158,14 @@ void check_case(const Case& k) {
   expect_close(param(session, "b").grad, db, "db");
 }
 
-TEST(TrainConvPaths, WinogradForwardAndInputGradient) {
+TEST(TrainConvPaths, WinogradForwardInputAndWeightGradients) {
   for (const Case& k : std::vector<Case>{
            {"3x3 pad 1, 14x14, 32->64", 3, 32, 64, 14, 14, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
            {"3x3 pad 1, 7x7, 2 threads", 4, 16, 24, 7, 7, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
            {"3x3 pad 0 (valid), non-square", 2, 16, 16, 9, 12, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
            {"3x3 pad 2", 2, 8, 16, 6, 6, 3, 3, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2},
            {"3x3 asymmetric pads", 2, 24, 8, 10, 9, 3, 3, {1, 1}, {0, 1, 1, 0}, {1, 1}, 1},
+           {"3x3 pad 1, 12x12 (F(6,3) with AVX2)", 3, 16, 16, 12, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
        })
     check_case(k);
 }
