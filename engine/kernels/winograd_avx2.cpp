@@ -137,28 +137,37 @@ void weight_tile(const float* w, int64_t k, float* u, int64_t u_xi_stride) {
 
 // ---- input transform ----
 
-template <int M>
-void input_tile(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end, float* v,
-                int64_t v_xi_stride) {
-  constexpr int A = M + 2;
-  constexpr std::integral_constant<int, M> tile{};
+// A separable 2-D transform of one tile, rows then columns, 8 channels per vector: N×N pixels of
+// the packed plane (rows wp·8 floats apart, groups group_stride apart) → A×A values at
+// dst[ξ·xi_stride + 8·g + l], ξ = row·A + column. The input transform (Bᵀ d B, N = A) and the
+// weight gradient's output-gradient transform (A dY Aᵀ, N = m) differ only in the 1-D step.
+template <int N, int A, typename Transform1d>
+void separable_tile(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end, float* dst,
+                    int64_t xi_stride, Transform1d transform_1d) {
   const int64_t row = wp * 8;
   for (int64_t g = g_begin; g < g_end; ++g) {
     const float* s = src + g * group_stride;
-    __m256 t[A][A];  // horizontal pass, t[row][ξx]
-    for (int r = 0; r < A; ++r) {
-      __m256 d[A];
-      for (int x = 0; x < A; ++x) d[x] = _mm256_loadu_ps(s + r * row + x * 8);
-      input_1d(d, t[r], tile);
+    __m256 t[N][A];  // horizontal pass, t[row][ξx]
+    for (int r = 0; r < N; ++r) {
+      __m256 d[N];
+      for (int x = 0; x < N; ++x) d[x] = _mm256_loadu_ps(s + r * row + x * 8);
+      transform_1d(d, t[r]);
     }
-    float* vg = v + g * 8;
+    float* dg = dst + g * 8;
     for (int xx = 0; xx < A; ++xx) {
-      __m256 col[A], out[A];
-      for (int r = 0; r < A; ++r) col[r] = t[r][xx];
-      input_1d(col, out, tile);
-      for (int xy = 0; xy < A; ++xy) _mm256_storeu_ps(vg + (xy * A + xx) * v_xi_stride, out[xy]);
+      __m256 col[N], out[A];
+      for (int r = 0; r < N; ++r) col[r] = t[r][xx];
+      transform_1d(col, out);
+      for (int xy = 0; xy < A; ++xy) _mm256_storeu_ps(dg + (xy * A + xx) * xi_stride, out[xy]);
     }
   }
+}
+
+template <int M>
+void input_tile(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end, float* v,
+                int64_t v_xi_stride) {
+  separable_tile<M + 2, M + 2>(src, wp, group_stride, g_begin, g_end, v, v_xi_stride,
+                               [](const __m256* d, __m256* w) { input_1d(d, w, std::integral_constant<int, M>{}); });
 }
 
 // ---- output-gradient transform (weight gradient): E = A dY Aᵀ, A = (Aᵀ)ᵀ of output_1d ----
@@ -195,25 +204,8 @@ inline void grad_1d(const __m256* g, __m256* e, std::integral_constant<int, 6>) 
 template <int M>
 void grad_tile(const float* src, int64_t wp, int64_t group_stride, int64_t g_begin, int64_t g_end, float* e,
                int64_t e_xi_stride) {
-  constexpr int A = M + 2;
-  constexpr std::integral_constant<int, M> tile{};
-  const int64_t row = wp * 8;
-  for (int64_t g = g_begin; g < g_end; ++g) {
-    const float* s = src + g * group_stride;
-    __m256 t[M][A];  // horizontal pass, t[row][ξx]
-    for (int r = 0; r < M; ++r) {
-      __m256 d[M];
-      for (int x = 0; x < M; ++x) d[x] = _mm256_loadu_ps(s + r * row + x * 8);
-      grad_1d(d, t[r], tile);
-    }
-    float* eg = e + g * 8;
-    for (int xx = 0; xx < A; ++xx) {
-      __m256 col[M], out[A];
-      for (int r = 0; r < M; ++r) col[r] = t[r][xx];
-      grad_1d(col, out, tile);
-      for (int xy = 0; xy < A; ++xy) _mm256_storeu_ps(eg + (xy * A + xx) * e_xi_stride, out[xy]);
-    }
-  }
+  separable_tile<M, M + 2>(src, wp, group_stride, g_begin, g_end, e, e_xi_stride,
+                           [](const __m256* g, __m256* w) { grad_1d(g, w, std::integral_constant<int, M>{}); });
 }
 
 // ---- batched GEMM: MR tiles × 16 output channels, accumulators in registers over all of k ----

@@ -121,42 +121,7 @@ void maxpool_backward(BackwardContext& c) {
     });
     return;
   }
-  // (With ceil_mode an odd size gets a last window past the input: the general loop below.)
-  if (tiled_2x2(g)) {
-    // The common 2×2 stride-2 pool: windows tile the input, four compares per output, the first
-    // maximum (in row-major tap order) taking the gradient. Written without branches: which tap
-    // wins is data-dependent and unpredictable, and the branchy loop spent most of its time in
-    // mispredictions (6% of a training step of the small CNN). Each window's four gradients are
-    // written directly (the winner's, three zeros), so only a row or column the windows do not
-    // cover (odd sizes) is cleared separately.
-    parallel_for(c.pool, g.planes, [&](int64_t pl) {
-      const float* xp = x + pl * g.h * g.w;
-      const float* gp = dy + pl * g.oh * g.ow;
-      float* dp = dx + pl * g.h * g.w;
-      for (int64_t oy = 0; oy < g.oh; ++oy) {
-        const float* r0 = xp + 2 * oy * g.w;
-        const float* r1 = r0 + g.w;
-        float* d0 = dp + 2 * oy * g.w;
-        float* d1 = d0 + g.w;
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          const float a = r0[2 * ox], b = r0[2 * ox + 1], cc = r1[2 * ox], d = r1[2 * ox + 1];
-          const bool tb = b > a;
-          float bv = tb ? b : a;
-          const bool tc = cc > bv;
-          bv = tc ? cc : bv;
-          const bool td = d > bv;
-          const float gv = gp[oy * g.ow + ox];
-          d1[2 * ox + 1] = td ? gv : 0.0f;
-          d1[2 * ox] = tc && !td ? gv : 0.0f;
-          d0[2 * ox + 1] = tb && !tc && !td ? gv : 0.0f;
-          d0[2 * ox] = !tb && !tc && !td ? gv : 0.0f;
-        }
-        if (g.w > 2 * g.ow) d0[g.w - 1] = d1[g.w - 1] = 0.0f;  // odd width: the last column
-      }
-      if (g.h > 2 * g.oh) std::fill(dp + (g.h - 1) * g.w, dp + g.h * g.w, 0.0f);  // odd height: the last row
-    });
-    return;
-  }
+  // Anything else (ceil mode, padding, other windows; or no taps recorded): the general loop.
   // Window tap ranges per output row and column, shared by every plane.
   std::vector<IndexRange> rows(static_cast<size_t>(g.oh)), cols(static_cast<size_t>(g.ow));
   for (int64_t oy = 0; oy < g.oh; ++oy) rows[static_cast<size_t>(oy)] = valid_range(oy * g.sh - g.ph, g.dh, g.h, g.kh);
