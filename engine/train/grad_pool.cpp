@@ -1,7 +1,9 @@
 // Backward of 2-D pooling. MaxPool routes each output gradient to the first maximum of its
 // window (PyTorch's tie rule); AveragePool spreads it over the window with the forward's divisor
 // (valid taps, or taps inside input + padding with count_include_pad); the global pools spread it
-// over the whole plane. Planes (image, channel) are independent, so they run in parallel.
+// over the whole plane. Planes (image, channel) are independent, so they run in parallel. The
+// training forward of a 2×2 stride-2 max pool records each window's winning tap (one byte per
+// output), so its backward scatters dy without reading x again.
 #include <algorithm>
 #include <cstring>
 
