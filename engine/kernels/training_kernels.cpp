@@ -53,4 +53,15 @@ void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, fl
   impl::maxpool2x2_grad_row(dy, idx, ow, d0, d1);
 }
 
+int64_t f32_dwconv_wgrad_scratch_floats(int64_t oh, int64_t ow, int64_t k, int64_t stride) {
+  const impl::DwGradLayout l = impl::dwconv_wgrad_layout(oh, ow, k, stride);
+  return l.rows * l.row_floats + 8;
+}
+
+void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
+                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_dwconv_wgrad_plane(x, h, w, dy, oh, ow, k, stride, pad_t, pad_l, scratch, dw);
+  impl::dwconv_wgrad_plane(x, h, w, dy, oh, ow, k, stride, pad_t, pad_l, scratch, dw);
+}
+
 }  // namespace xnn::kernels

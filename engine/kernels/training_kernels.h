@@ -56,6 +56,16 @@ void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, flo
 void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1,
                              Isa isa = best_isa());
 
+// Depthwise convolution weight gradient of one plane: dw[i·k + j] += Σ_{oy, ox} dy[oy][ox] ·
+// x[oy·s + i − pad_t][ox·s + j − pad_l] (zero outside x [h × w]) for a k×k window, stride s (1 or 2).
+// `scratch` holds the zero-padded plane (f32_dwconv_wgrad_scratch_floats). Sums: per tap, eight
+// lanes over output columns (lane l takes columns 8q + l), rows in order, lanes added 0..7 at
+// the end; products and sums rounded separately on both paths (no FMA), so they agree exactly.
+int64_t f32_dwconv_wgrad_scratch_floats(int64_t oh, int64_t ow, int64_t k, int64_t stride);
+void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
+                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw,
+                            Isa isa = best_isa());
+
 // ---- AVX2 builds of the same bodies (training_kernels_avx2.cpp; only when isa_supported(kAvx2)) --
 namespace training_avx2 {
 void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float* sum_sq);
@@ -69,6 +79,8 @@ void f32_vmul(const float* x, const float* m, int64_t n, float* y);
 void f32_dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshold, float scale, float* mask);
 void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx);
 void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1);
+void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
+                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw);
 }  // namespace training_avx2
 
 }  // namespace xnn::kernels

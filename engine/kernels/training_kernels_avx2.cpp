@@ -239,4 +239,34 @@ void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, fl
   if (j < ow) maxpool2x2_grad_block<true>(dy + j, idx + j, ow - j, d0 + 2 * j, d1 + 2 * j);
 }
 
+void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
+                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw) {
+  const impl::DwGradLayout l = impl::dwconv_wgrad_layout(oh, ow, k, stride);
+  impl::dwconv_wgrad_pad(x, h, w, stride, pad_t, pad_l, l, scratch);
+  // One window row i at a time: k accumulators (k <= 7) of 8 lanes, dy loaded once per block
+  // (masked past ow: those lanes add +0).
+  for (int64_t i = 0; i < k; ++i) {
+    __m256 acc[7];
+    for (int64_t j = 0; j < k; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      const float* row = scratch + (oy * stride + i) * l.row_floats;
+      const float* g = dy + oy * ow;
+      for (int64_t ox = 0; ox < ow; ox += 8) {
+        const __m256 gv = ow - ox >= 8 ? _mm256_loadu_ps(g + ox) : _mm256_maskload_ps(g + ox, first_lanes(ow - ox));
+        for (int64_t j = 0; j < k; ++j) {
+          const float* src = row + (stride == 1 ? j : (j % 2) * l.half + j / 2) + ox;
+          acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(gv, _mm256_loadu_ps(src)));
+        }
+      }
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, acc[j]);
+      float t = 0;
+      for (float v : lanes) t += v;
+      dw[i * k + j] += t;
+    }
+  }
+}
+
 }  // namespace xnn::kernels::training_avx2

@@ -136,4 +136,61 @@ inline void maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow,
   }
 }
 
+// ---- depthwise weight gradient ----
+// The padded plane: rows of the window rows the outputs read, (oh − 1)·s + k of them. Stride 1:
+// each row holds columns [0, (ow8 − 1) + k) of the padded input, ow8 = ow rounded up to 8 (the
+// last 8-column block reads past ow; its dy lanes are zero). Stride 2: the even columns, then the
+// odd ones, each half `half` floats, so tap j of column ox is half[j % 2][ox + j / 2].
+struct DwGradLayout {
+  int64_t rows, row_floats, half;
+};
+
+inline DwGradLayout dwconv_wgrad_layout(int64_t oh, int64_t ow, int64_t k, int64_t stride) {
+  const int64_t ow8 = (ow + 7) / 8 * 8;
+  DwGradLayout l;
+  l.rows = (oh - 1) * stride + k;
+  if (stride == 1) {
+    l.half = 0;
+    l.row_floats = ow8 + k - 1;
+  } else {
+    l.half = ow8 + (k - 1) / 2 + 1;
+    l.row_floats = 2 * l.half;
+  }
+  return l;
+}
+
+inline void dwconv_wgrad_pad(const float* x, int64_t h, int64_t w, int64_t stride, int64_t pad_t, int64_t pad_l,
+                             const DwGradLayout& l, float* xp) {
+  for (int64_t r = 0; r < l.rows; ++r) {
+    float* row = xp + r * l.row_floats;
+    const int64_t iy = r - pad_t;
+    for (int64_t q = 0; q < l.row_floats; ++q) {
+      // Padded column c of this slot (stride 2: slot q of half q / half is column 2·(q % half) + q / half).
+      const int64_t c = stride == 1 ? q : 2 * (q % l.half) + q / l.half;
+      const int64_t ix = c - pad_l;
+      row[q] = iy >= 0 && iy < h && ix >= 0 && ix < w ? x[iy * w + ix] : 0.0f;
+    }
+  }
+}
+
+inline void dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow,
+                               int64_t k, int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw) {
+  const DwGradLayout l = dwconv_wgrad_layout(oh, ow, k, stride);
+  dwconv_wgrad_pad(x, h, w, stride, pad_t, pad_l, l, scratch);
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = 0; j < k; ++j) {
+      float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      const int64_t col0 = stride == 1 ? j : (j % 2) * l.half + j / 2;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        const float* src = scratch + (oy * stride + i) * l.row_floats + col0;
+        const float* g = dy + oy * ow;
+        for (int64_t ox = 0; ox < ow; ++ox) lanes[ox % 8] += g[ox] * src[ox];
+      }
+      float t = 0;
+      for (float v : lanes) t += v;
+      dw[i * k + j] += t;
+    }
+  }
+}
+
 }  // namespace xnn::kernels::training_impl

@@ -21,7 +21,9 @@
 #include <optional>
 #include <vector>
 
+#include "engine/kernels/depthwise.h"
 #include "engine/kernels/gemm.h"
+#include "engine/kernels/scratch.h"
 #include "engine/kernels/training_kernels.h"
 #include "engine/kernels/transpose.h"
 #include "engine/kernels/winograd.h"
@@ -124,10 +126,98 @@ void plane_stats(const ConvGeom& g, const float* y, int64_t n, int64_t m0, int64
   }
 }
 
-// ---- depthwise: direct loops over each (image, output channel) plane ----
+// Each thread runs its images through run_batch a few at a time: enough that their tiles fill
+// whole rows of the Winograd GEMM kernel (7×7 maps have 4 tiles each, 14×14 maps 16).
+template <typename F>
+void for_image_slices(ThreadPool* pool, int64_t n, int64_t slice, F&& run_slice) {
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(pool ? pool->threads() : 1, n));
+  parallel_for(pool, chunks, [&](int64_t t) {
+    const int64_t end = n * (t + 1) / chunks;
+    for (int64_t i = n * t / chunks; i < end; i += slice) run_slice(i, std::min(slice, end - i));
+  });
+}
+
+// ---- depthwise (one input channel per group) ----
+// The common case — one output channel per input channel, square 3×3/5×5/7×7 windows, stride 1
+// or 2, no dilation — runs on the inference engine's depthwise kernels (f32_dwconv, AVX2 row
+// kernels): the forward as is; the input gradient as a stride-1 depthwise convolution of dy (for
+// stride 2: dy spread onto the even positions of a zero plane) with each channel's window
+// rotated by 180°, padded by k − 1 − pad; the weight gradient per channel over the batch
+// (f32_dwconv_wgrad_plane). Anything else runs direct loops over each (image, output channel)
+// plane.
+
+bool fast_depthwise(const ConvGeom& g) {
+  return g.depthwise() && g.mg == 1 && g.kh == g.kw && g.sh == g.sw && g.dh == 1 && g.dw == 1 &&
+         kernels::f32_dwconv_supported(g.kh, g.sh, 1) && g.ph >= 0 && g.pw >= 0 && g.ph <= g.kh - 1 &&
+         g.pw <= g.kw - 1;
+}
+
+kernels::DepthwiseParams dw_params(int64_t channels, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
+                                   int64_t kernel, int64_t stride, int64_t pad_t, int64_t pad_l) {
+  kernels::DepthwiseParams p;
+  p.channels = channels, p.in_h = in_h, p.in_w = in_w, p.out_h = out_h, p.out_w = out_w;
+  p.kernel = kernel, p.stride = stride, p.pad_t = pad_t, p.pad_l = pad_l;
+  return p;
+}
+
+void fast_depthwise_forward(const ConvGeom& g, const float* x, const float* wt, const float* bias, float* y,
+                            float* stats, ThreadPool* pool) {
+  const kernels::DepthwiseParams p = dw_params(g.c, g.h, g.w, g.oh, g.ow, g.kh, g.sh, g.ph, g.pw);
+  const kernels::Isa isa = kernels::best_isa();
+  for_image_slices(pool, g.n, 1, [&](int64_t n, int64_t) {
+    kernels::f32_dwconv(p, x + n * g.c * g.h * g.w, wt, bias, nullptr, kernels::Activation{}, y + n * g.m * g.p(), nullptr, isa);
+    plane_stats(g, y, n, 0, g.m, stats);
+  });
+}
+
+void fast_depthwise_backward(const ConvGeom& g, const float* x, const float* wt, const float* dy, float* dx, float* dw,
+                             float* db, ThreadPool* pool) {
+  const kernels::Isa isa = kernels::best_isa();
+  const int64_t k = g.kh, s = g.sh;
+  if (dx) {
+    std::vector<float> flipped(static_cast<size_t>(g.c * k * k));
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t t = 0; t < k * k; ++t) flipped[static_cast<size_t>(c * k * k + t)] = wt[c * k * k + k * k - 1 - t];
+    // Stride 2: dy on the even rows and columns of a (2·oh − 1) × (2·ow − 1) zero plane.
+    const int64_t uh = s == 1 ? g.oh : 2 * g.oh - 1, uw = s == 1 ? g.ow : 2 * g.ow - 1;
+    const kernels::DepthwiseParams p = dw_params(g.c, uh, uw, g.h, g.w, k, 1, k - 1 - g.ph, k - 1 - g.pw);
+    for_image_slices(pool, g.n, 1, [&](int64_t n, int64_t) {
+      const float* src = dy + n * g.m * g.p();
+      if (s == 2) {
+        float* up = kernels::thread_scratch_f32(static_cast<size_t>(g.c * uh * uw), 3);
+        std::memset(up, 0, static_cast<size_t>(g.c * uh * uw) * sizeof(float));
+        for (int64_t c = 0; c < g.c; ++c)
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox) up[(c * uh + 2 * oy) * uw + 2 * ox] = src[(c * g.oh + oy) * g.ow + ox];
+        src = up;
+      }
+      kernels::f32_dwconv(p, src, flipped.data(), nullptr, nullptr, kernels::Activation{}, dx + n * g.c * g.h * g.w, nullptr, isa);
+    });
+  }
+  if (dw || db) {
+    // One task per channel over the whole batch: no reduction across threads.
+    const int64_t scratch = kernels::f32_dwconv_wgrad_scratch_floats(g.oh, g.ow, k, s);
+    parallel_for(pool, g.m, [&](int64_t m) {
+      float* dwp = dw ? dw + m * k * k : nullptr;
+      if (dwp) std::fill(dwp, dwp + k * k, 0.0f);
+      float* pad = dwp ? kernels::thread_scratch_f32(static_cast<size_t>(scratch), 3) : nullptr;
+      double bsum = 0;
+      for (int64_t n = 0; n < g.n; ++n) {
+        const float* dyp = dy + (n * g.m + m) * g.p();
+        if (db)
+          for (int64_t i = 0; i < g.p(); ++i) bsum += dyp[i];
+        if (dwp)
+          kernels::f32_dwconv_wgrad_plane(x + (n * g.c + m) * g.h * g.w, g.h, g.w, dyp, g.oh, g.ow, k, s, g.ph, g.pw, pad,
+                                          dwp, isa);
+      }
+      if (db) db[m] = static_cast<float>(bsum);
+    });
+  }
+}
 
 void depthwise_forward(const ConvGeom& g, const float* x, const float* wt, const float* bias, float* y, float* stats,
                        ThreadPool* pool) {
+  if (fast_depthwise(g)) return fast_depthwise_forward(g, x, wt, bias, y, stats, pool);
   parallel_for(pool, g.n * g.m, [&](int64_t nm) {
     const int64_t n = nm / g.m, m = nm % g.m, c = m / g.mg;
     const float* xp = x + (n * g.c + c) * g.h * g.w;
@@ -154,6 +244,7 @@ void depthwise_forward(const ConvGeom& g, const float* x, const float* wt, const
 
 void depthwise_backward(const ConvGeom& g, const float* x, const float* wt, const float* dy, float* dx, float* dw,
                         float* db, ThreadPool* pool) {
+  if (fast_depthwise(g)) return fast_depthwise_backward(g, x, wt, dy, dx, dw, db, pool);
   if (dx) {
     std::memset(dx, 0, static_cast<size_t>(g.n * g.c * g.h * g.w) * sizeof(float));
     // One task per (image, input channel): it owns that dx plane, summing its mg output channels.
@@ -238,17 +329,6 @@ std::optional<kernels::WinogradTile> winograd_input_grad_tile(const ConvGeom& g)
   const int64_t pad_b = g.h - g.oh + 2 - (2 - g.ph), pad_r = g.w - g.ow + 2 - (2 - g.pw);
   if (pad_b < 0 || pad_r < 0) return std::nullopt;
   return kernels::choose_winograd_tile(g.m, g.c, g.h, g.w, kernels::best_isa());
-}
-
-// Each thread runs its images through run_batch a few at a time: enough that their tiles fill
-// whole rows of the Winograd GEMM kernel (7×7 maps have 4 tiles each, 14×14 maps 16).
-template <typename F>
-void for_image_slices(ThreadPool* pool, int64_t n, int64_t slice, F&& run_slice) {
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(pool ? pool->threads() : 1, n));
-  parallel_for(pool, chunks, [&](int64_t t) {
-    const int64_t end = n * (t + 1) / chunks;
-    for (int64_t i = n * t / chunks; i < end; i += slice) run_slice(i, std::min(slice, end - i));
-  });
 }
 
 void winograd_forward(const ConvGeom& g, kernels::WinogradTile tile, const float* x, const float* wt, const float* bias,

@@ -24,6 +24,7 @@ struct Case {
   int64_t n, c, m, h, w, kh, kw;
   std::vector<int64_t> strides, pads, dilations;
   int threads;
+  int64_t group = 1;
 };
 
 Tensor random_tensor(const Shape& shape, std::mt19937& rng, float lo, float hi) {
@@ -74,13 +75,14 @@ void check_case(const Case& k) {
   auto model = std::make_shared<Model>();
   Graph& g = model->graph;
   const Tensor x0 = random_tensor({k.n, k.c, k.h, k.w}, rng, -1.0f, 1.0f);
-  const Tensor w0 = random_tensor({k.m, k.c, k.kh, k.kw}, rng, -0.3f, 0.3f);
+  const int64_t cg = k.c / k.group, mg = k.m / k.group;  // channels per group
+  const Tensor w0 = random_tensor({k.m, cg, k.kh, k.kw}, rng, -0.3f, 0.3f);
   const Tensor b0 = random_tensor({k.m}, rng, -0.1f, 0.1f);
   const int x = g.add_constant("x", x0.clone());
   const int w = g.add_constant("w", w0.clone());
   const int b = g.add_constant("b", b0.clone());
   const int y = add_node(g, "Conv", {x, w, b},
-                         {{"strides", k.strides}, {"pads", k.pads}, {"dilations", k.dilations}, {"group", int64_t{1}}});
+                         {{"strides", k.strides}, {"pads", k.pads}, {"dilations", k.dilations}, {"group", k.group}});
   const int64_t oh = (k.h + k.pads[0] + k.pads[2] - k.dilations[0] * (k.kh - 1) - 1) / k.strides[0] + 1;
   const int64_t ow = (k.w + k.pads[1] + k.pads[3] - k.dilations[1] * (k.kw - 1) - 1) / k.strides[1] + 1;
   const int64_t features = k.m * oh * ow;
@@ -107,15 +109,16 @@ void check_case(const Case& k) {
     if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) return 0.0;
     return x0.data<float>()[((n * k.c + c) * k.h + iy) * k.w + ix];
   };
+  // c: the input channel (its group's slot cc = c − group·cg).
   auto wat = [&](int64_t m, int64_t c, int64_t i, int64_t j) -> double {
-    return w0.data<float>()[((m * k.c + c) * k.kh + i) * k.kw + j];
+    return w0.data<float>()[((m * cg + (c - m / mg * cg)) * k.kh + i) * k.kw + j];
   };
   for (int64_t n = 0; n < k.n; ++n)
     for (int64_t m = 0; m < k.m; ++m)
       for (int64_t p = 0; p < oh * ow; p += 7) {  // a sample of the forward outputs
         double v = b0.data<float>()[m];
         const int64_t py = p / ow, px = p % ow;
-        for (int64_t c = 0; c < k.c; ++c)
+        for (int64_t c = m / mg * cg; c < (m / mg + 1) * cg; ++c)
           for (int64_t i = 0; i < k.kh; ++i)
             for (int64_t j = 0; j < k.kw; ++j)
               v += wat(m, c, i, j) * xat(n, c, py * k.strides[0] - k.pads[0] + i * k.dilations[0],
@@ -143,13 +146,13 @@ void check_case(const Case& k) {
         for (int64_t px = 0; px < ow; ++px) {
           const double gy = dy[static_cast<size_t>(n * features + (m * oh + py) * ow + px)];
           db[static_cast<size_t>(m)] += gy;
-          for (int64_t c = 0; c < k.c; ++c)
+          for (int64_t c = m / mg * cg; c < (m / mg + 1) * cg; ++c)
             for (int64_t i = 0; i < k.kh; ++i)
               for (int64_t j = 0; j < k.kw; ++j) {
                 const int64_t iy = py * k.strides[0] - k.pads[0] + i * k.dilations[0];
                 const int64_t ix = px * k.strides[1] - k.pads[1] + j * k.dilations[1];
                 if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
-                dw[static_cast<size_t>(((m * k.c + c) * k.kh + i) * k.kw + j)] += gy * xat(n, c, iy, ix);
+                dw[static_cast<size_t>(((m * cg + (c - m / mg * cg)) * k.kh + i) * k.kw + j)] += gy * xat(n, c, iy, ix);
                 dx[static_cast<size_t>(((n * k.c + c) * k.h + iy) * k.w + ix)] += gy * wat(m, c, i, j);
               }
         }
@@ -176,6 +179,18 @@ TEST(TrainConvPaths, PanelWeightGradientAnyGeometry) {
            {"1x1", 2, 32, 24, 5, 7, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
            {"5x5 dilation 2, 20 channels", 2, 20, 12, 12, 11, 5, 5, {1, 1}, {2, 3, 4, 1}, {2, 2}, 2},
            {"3x1 stride (2,1), odd size", 5, 17, 9, 9, 8, 3, 1, {2, 1}, {1, 0, 0, 0}, {1, 1}, 2},
+       })
+    check_case(k);
+}
+
+TEST(TrainConvPaths, DepthwiseOnTheInferenceKernels) {
+  for (const Case& k : std::vector<Case>{
+           {"depthwise 3x3 s1 pad 1", 3, 24, 24, 14, 14, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, 24},
+           {"depthwise 3x3 s2 pad 1, odd size", 2, 16, 16, 13, 11, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 16},
+           {"depthwise 5x5 s2 pad 2", 3, 8, 8, 14, 14, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}, 2, 8},
+           {"depthwise 7x7 s1 pad 3, wide", 2, 8, 8, 9, 30, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}, 1, 8},
+           {"depthwise 3x3 s1 pad 0", 2, 8, 8, 6, 7, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, 8},
+           {"depthwise multiplier 2 (direct loops)", 2, 8, 16, 6, 6, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, 8},
        })
     check_case(k);
 }

@@ -127,6 +127,37 @@ TEST(TrainingKernels, DropoutMaskDrawsTheDocumentedBitsOnBothIsas) {
   }
 }
 
+TEST(TrainingKernels, DepthwiseWeightGradientMatchesDefinitionAndIsasAgree) {
+  struct Plane {
+    int64_t h, w, k, stride, pad_t, pad_l;
+  };
+  for (const Plane& pl : std::vector<Plane>{{14, 14, 3, 1, 1, 1}, {13, 11, 3, 2, 1, 1}, {14, 14, 5, 2, 2, 2},
+                                            {9, 30, 7, 1, 3, 3}, {6, 7, 3, 1, 0, 0}, {28, 28, 5, 1, 2, 2}}) {
+    const int64_t oh = (pl.h + 2 * pl.pad_t - pl.k) / pl.stride + 1, ow = (pl.w + 2 * pl.pad_l - pl.k) / pl.stride + 1;
+    const std::vector<float> x = data(pl.h * pl.w, 20, false), dy = data(oh * ow, 21, false);
+    std::vector<double> want(static_cast<size_t>(pl.k * pl.k), 0.0);
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t i = 0; i < pl.k; ++i)
+          for (int64_t j = 0; j < pl.k; ++j) {
+            const int64_t iy = oy * pl.stride + i - pl.pad_t, ix = ox * pl.stride + j - pl.pad_l;
+            if (iy >= 0 && iy < pl.h && ix >= 0 && ix < pl.w)
+              want[static_cast<size_t>(i * pl.k + j)] += static_cast<double>(dy[static_cast<size_t>(oy * ow + ox)]) * x[static_cast<size_t>(iy * pl.w + ix)];
+          }
+    std::vector<float> got[2];
+    for (int isa_i = 0; isa_i < 2; ++isa_i) {
+      const Isa isa = isa_i ? Isa::kAvx2 : Isa::kScalar;
+      if (!isa_supported(isa)) continue;
+      std::vector<float> scratch(static_cast<size_t>(f32_dwconv_wgrad_scratch_floats(oh, ow, pl.k, pl.stride)));
+      got[isa_i].assign(static_cast<size_t>(pl.k * pl.k), 0.5f);  // accumulates onto what is there
+      f32_dwconv_wgrad_plane(x.data(), pl.h, pl.w, dy.data(), oh, ow, pl.k, pl.stride, pl.pad_t, pl.pad_l, scratch.data(),
+                             got[isa_i].data(), isa);
+      for (size_t t = 0; t < want.size(); ++t) EXPECT_NEAR(got[isa_i][t], want[t] + 0.5, 1e-4 * (1 + std::fabs(want[t]))) << t;
+    }
+    if (!got[1].empty()) EXPECT_TRUE(same_bits(got[0], got[1])) << "k " << pl.k << " stride " << pl.stride;
+  }
+}
+
 TEST(TrainingKernels, MaxPoolArgmaxFollowsTheFirstMaximumRuleAndRoutesGradients) {
   for (int64_t ow : {1, 3, 7, 8, 9, 14, 16, 23}) {
     std::vector<float> r0 = data(2 * ow + 1, 10, true), r1 = data(2 * ow + 1, 11, true);
