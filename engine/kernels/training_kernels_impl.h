@@ -5,7 +5,11 @@
 #pragma once
 #include <cstdint>
 
+// The bodies are in an anonymous namespace: each including file gets its own copy, compiled with
+// its own flags. As ordinary inline functions, the linker could keep one copy for both, and the
+// baseline path might then run AVX2 code.
 namespace xnn::kernels::training_impl {
+namespace {
 
 inline constexpr int kLanes = 16;
 
@@ -193,4 +197,5 @@ inline void dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float
   }
 }
 
+}  // namespace
 }  // namespace xnn::kernels::training_impl
