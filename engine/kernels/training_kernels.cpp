@@ -11,21 +11,33 @@ void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float*
   impl::shifted_sums(x, n, shift, sum, sum_sq);
 }
 
-void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y, Isa isa) {
-  if (isa == Isa::kAvx2) return training_avx2::f32_scale_shift(x, n, a, b, relu, y);
-  impl::scale_shift(x, n, a, b, relu, y);
+bool training_fusable(const Activation& act) {
+  switch (act.kind) {
+    case ActKind::kNone:
+    case ActKind::kRelu:
+    case ActKind::kClip:
+    case ActKind::kLeakyRelu:
+    case ActKind::kHardSwish:
+    case ActKind::kHardSigmoid: return true;
+    default: return false;
+  }
 }
 
-void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
-                      float* sum_dz_xc, Isa isa) {
-  if (isa == Isa::kAvx2) return training_avx2::f32_bn_grad_sums(x, dy, r, n, mean, sum_dz, sum_dz_xc);
-  impl::bn_grad_sums(x, dy, r, n, mean, sum_dz, sum_dz_xc);
+void f32_scale_shift(const float* x, int64_t n, float a, float b, const Activation& act, float* y, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_scale_shift(x, n, a, b, act, y);
+  impl::scale_shift(x, n, a, b, act, y);
 }
 
-void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
-                       float c, float* dx, bool stream, Isa isa) {
-  if (isa == Isa::kAvx2) return training_avx2::f32_bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx, stream);
-  impl::bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx);
+void f32_bn_grad_sums(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
+                      float* sum_dz, float* sum_dz_xc, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_bn_grad_sums(x, dy, n, mean, a, b, act, sum_dz, sum_dz_xc);
+  impl::bn_grad_sums(x, dy, n, mean, a, b, act, sum_dz, sum_dz_xc);
+}
+
+void f32_bn_grad_apply(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
+                       float k, float mean_dz, float c, float* dx, bool stream, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_bn_grad_apply(x, dy, n, mean, a, b, act, k, mean_dz, c, dx, stream);
+  impl::bn_grad_apply(x, dy, n, mean, a, b, act, k, mean_dz, c, dx);
 }
 
 void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx, Isa isa) {

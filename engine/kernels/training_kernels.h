@@ -13,25 +13,35 @@
 #pragma once
 #include <cstdint>
 
+#include "engine/kernels/activation.h"
 #include "engine/kernels/cpu_features.h"
 
 namespace xnn::kernels {
 
+// Activations the BatchNorm passes apply or differentiate inline: kNone, kRelu, kClip,
+// kLeakyRelu, kHardSwish, kHardSigmoid (the others are never fused, see training_fusable).
+// Values as apply_activation_scalar; derivatives as the standalone backward kernels
+// (engine/train/grad_activation.cpp): Relu and Clip pass dy strictly inside their linear range,
+// LeakyRelu x > 0 ? 1 : alpha, HardSwish 0 below −3, x/3 + 1/2 up to +3 (inclusive), 1 above,
+// HardSigmoid alpha where 0 < alpha·x + beta < 1.
+bool training_fusable(const Activation& act);
+
 // Σ (x[i] − shift) and Σ (x[i] − shift)² over n floats (16 lanes, summed at the end).
 void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float* sum_sq, Isa isa = best_isa());
 
-// y[i] = x[i]·a + b, then max(·, 0) when relu. y may be x.
-void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y, Isa isa = best_isa());
+// y[i] = act(x[i]·a + b). y may be x.
+void f32_scale_shift(const float* x, int64_t n, float a, float b, const Activation& act, float* y,
+                     Isa isa = best_isa());
 
-// BatchNorm backward, pass 1 over one row: Σ dz and Σ dz·(x − mean), where dz = dy, or, with a
-// fused ReLU (r = the ReLU's output, non-null), dz = dy where r > 0 and 0 elsewhere.
-void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
-                      float* sum_dz_xc, Isa isa = best_isa());
+// BatchNorm backward, pass 1 over one row: Σ dz and Σ dz·(x − mean), with dz = dy·act'(x·a + b)
+// (the fused activation's derivative at the BatchNorm output z = x·a + b; dz = dy without one).
+void f32_bn_grad_sums(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
+                      float* sum_dz, float* sum_dz_xc, Isa isa = best_isa());
 // Pass 2: dx[i] = k·(dz[i] − mean_dz − (x[i] − mean)·c), dz as in pass 1. `stream`: dx is far
 // larger than the caches (read back only after it has left them), so the AVX2 path writes it
 // with streaming stores, saving the read of each line before it is overwritten (same values).
-void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
-                       float c, float* dx, bool stream = false, Isa isa = best_isa());
+void f32_bn_grad_apply(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
+                       float k, float mean_dz, float c, float* dx, bool stream = false, Isa isa = best_isa());
 
 // ReLU backward from its output (y > 0 exactly where x > 0): dx[i] = y[i] > 0 ? dy[i] : 0.
 void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx, Isa isa = best_isa());
@@ -69,11 +79,11 @@ void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* d
 // ---- AVX2 builds of the same bodies (training_kernels_avx2.cpp; only when isa_supported(kAvx2)) --
 namespace training_avx2 {
 void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float* sum_sq);
-void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y);
-void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
-                      float* sum_dz_xc);
-void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
-                       float c, float* dx, bool stream);
+void f32_scale_shift(const float* x, int64_t n, float a, float b, const Activation& act, float* y);
+void f32_bn_grad_sums(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
+                      float* sum_dz, float* sum_dz_xc);
+void f32_bn_grad_apply(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
+                       float k, float mean_dz, float c, float* dx, bool stream);
 void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx);
 void f32_vmul(const float* x, const float* m, int64_t n, float* y);
 void f32_dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshold, float scale, float* mask);

@@ -51,29 +51,91 @@ void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float*
   *sum_sq = add_lanes(q, b0, b1);
 }
 
-void f32_scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y) {
-  impl::scale_shift(x, n, a, b, relu, y);
+namespace {
+
+// act(z) on 8 lanes: the baseline body's comparisons and roundings, lane by lane (division by 6
+// as a division, no FMA), so both paths give the same bits.
+__m256 act_value_vec(__m256 z, const Activation& act) {
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  switch (act.kind) {
+    case ActKind::kRelu: return _mm256_and_ps(z, _mm256_cmp_ps(z, zero, _CMP_GT_OQ));
+    case ActKind::kClip: {
+      const __m256 lo = _mm256_set1_ps(act.alpha), hi = _mm256_set1_ps(act.beta);
+      const __m256 up = _mm256_blendv_ps(z, hi, _mm256_cmp_ps(z, hi, _CMP_GT_OQ));
+      return _mm256_blendv_ps(up, lo, _mm256_cmp_ps(z, lo, _CMP_LT_OQ));
+    }
+    case ActKind::kLeakyRelu:
+      return _mm256_blendv_ps(_mm256_mul_ps(z, _mm256_set1_ps(act.alpha)), z, _mm256_cmp_ps(z, zero, _CMP_GE_OQ));
+    case ActKind::kHardSwish: {
+      __m256 t = _mm256_add_ps(_mm256_div_ps(z, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
+      t = _mm256_blendv_ps(t, zero, _mm256_cmp_ps(t, zero, _CMP_LT_OQ));
+      t = _mm256_blendv_ps(t, one, _mm256_cmp_ps(t, one, _CMP_GT_OQ));
+      return _mm256_mul_ps(z, t);
+    }
+    case ActKind::kHardSigmoid: {
+      __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(act.alpha), z), _mm256_set1_ps(act.beta));
+      t = _mm256_blendv_ps(t, zero, _mm256_cmp_ps(t, zero, _CMP_LT_OQ));
+      return _mm256_blendv_ps(t, one, _mm256_cmp_ps(t, one, _CMP_GT_OQ));
+    }
+    default: return z;
+  }
 }
 
-void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
-                      float* sum_dz_xc) {
-  const __m256 vm = _mm256_set1_ps(mean), zero = _mm256_setzero_ps();
+// dy·act'(z) on 8 lanes (impl::act_grad lane by lane).
+__m256 act_grad_vec(__m256 z, __m256 g, const Activation& act) {
+  const __m256 zero = _mm256_setzero_ps();
+  switch (act.kind) {
+    case ActKind::kRelu: return _mm256_and_ps(g, _mm256_cmp_ps(z, zero, _CMP_GT_OQ));
+    case ActKind::kClip:
+      return _mm256_and_ps(g, _mm256_and_ps(_mm256_cmp_ps(z, _mm256_set1_ps(act.alpha), _CMP_GT_OQ),
+                                            _mm256_cmp_ps(z, _mm256_set1_ps(act.beta), _CMP_LT_OQ)));
+    case ActKind::kLeakyRelu:
+      return _mm256_blendv_ps(_mm256_mul_ps(_mm256_set1_ps(act.alpha), g), g, _mm256_cmp_ps(z, zero, _CMP_GT_OQ));
+    case ActKind::kHardSwish: {
+      const __m256 mid = _mm256_mul_ps(g, _mm256_add_ps(_mm256_div_ps(z, _mm256_set1_ps(3.0f)), _mm256_set1_ps(0.5f)));
+      const __m256 r = _mm256_blendv_ps(mid, g, _mm256_cmp_ps(z, _mm256_set1_ps(3.0f), _CMP_NLE_UQ));
+      return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-3.0f), _CMP_LT_OQ), r);
+    }
+    case ActKind::kHardSigmoid: {
+      const __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(act.alpha), z), _mm256_set1_ps(act.beta));
+      const __m256 in = _mm256_and_ps(_mm256_cmp_ps(t, zero, _CMP_GT_OQ), _mm256_cmp_ps(t, _mm256_set1_ps(1.0f), _CMP_LT_OQ));
+      return _mm256_and_ps(_mm256_mul_ps(_mm256_set1_ps(act.alpha), g), in);
+    }
+    default: return g;
+  }
+}
+
+}  // namespace
+
+void f32_scale_shift(const float* x, int64_t n, float a, float b, const Activation& act, float* y) {
+  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, act_value_vec(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), va), vb), act));
+  if (i < n) impl::scale_shift(x + i, n - i, a, b, act, y + i);
+}
+
+void f32_bn_grad_sums(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
+                      float* sum_dz, float* sum_dz_xc) {
+  const __m256 vm = _mm256_set1_ps(mean), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), zero = _mm256_setzero_ps();
+  const bool fused = act.kind != ActKind::kNone;
   __m256 a0 = zero, a1 = zero, b0 = zero, b1 = zero;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
+    const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
     __m256 g0 = _mm256_loadu_ps(dy + i), g1 = _mm256_loadu_ps(dy + i + 8);
-    if (r) {
-      g0 = _mm256_and_ps(g0, _mm256_cmp_ps(_mm256_loadu_ps(r + i), zero, _CMP_GT_OQ));
-      g1 = _mm256_and_ps(g1, _mm256_cmp_ps(_mm256_loadu_ps(r + i + 8), zero, _CMP_GT_OQ));
+    if (fused) {
+      g0 = act_grad_vec(_mm256_add_ps(_mm256_mul_ps(x0, va), vb), g0, act);
+      g1 = act_grad_vec(_mm256_add_ps(_mm256_mul_ps(x1, va), vb), g1, act);
     }
     a0 = _mm256_add_ps(a0, g0);
     a1 = _mm256_add_ps(a1, g1);
-    b0 = _mm256_add_ps(b0, _mm256_mul_ps(g0, _mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
-    b1 = _mm256_add_ps(b1, _mm256_mul_ps(g1, _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm)));
+    b0 = _mm256_add_ps(b0, _mm256_mul_ps(g0, _mm256_sub_ps(x0, vm)));
+    b1 = _mm256_add_ps(b1, _mm256_mul_ps(g1, _mm256_sub_ps(x1, vm)));
   }
   float s = 0, q = 0;
   for (; i < n; ++i) {
-    const float dz = r ? impl::masked(dy, r, i) : dy[i];
+    const float dz = impl::dz_at(x, dy, i, a, b, act);
     s += dz;
     q += dz * (x[i] - mean);
   }
@@ -81,24 +143,32 @@ void f32_bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n
   *sum_dz_xc = add_lanes(q, b0, b1);
 }
 
-void f32_bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k, float mean_dz,
-                       float c, float* dx, bool stream) {
-  if (!stream) return impl::bn_grad_apply(x, dy, r, n, mean, k, mean_dz, c, dx);
-  // Streaming stores for the aligned middle; the unaligned head and the tail use the baseline
-  // body (the same arithmetic, in order).
-  int64_t i = std::min<int64_t>(n, ((32 - reinterpret_cast<uintptr_t>(dx) % 32) % 32) / sizeof(float));
-  if (reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) i = n;
-  impl::bn_grad_apply(x, dy, r, i, mean, k, mean_dz, c, dx);
-  const __m256 vm = _mm256_set1_ps(mean), vk = _mm256_set1_ps(k), vmd = _mm256_set1_ps(mean_dz), vc = _mm256_set1_ps(c);
-  const __m256 zero = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) {
-    __m256 g = _mm256_loadu_ps(dy + i);
-    if (r) g = _mm256_and_ps(g, _mm256_cmp_ps(_mm256_loadu_ps(r + i), zero, _CMP_GT_OQ));
-    const __m256 xc = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vc);
-    _mm256_stream_ps(dx + i, _mm256_mul_ps(vk, _mm256_sub_ps(_mm256_sub_ps(g, vmd), xc)));
+void f32_bn_grad_apply(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
+                       float k, float mean_dz, float c, float* dx, bool stream) {
+  // Streaming stores (stream) only for the 32-byte aligned middle; the unaligned head and the
+  // tail use the baseline body (the same arithmetic, in order).
+  int64_t i = 0;
+  if (stream) {
+    i = std::min<int64_t>(n, ((32 - reinterpret_cast<uintptr_t>(dx) % 32) % 32) / sizeof(float));
+    if (reinterpret_cast<uintptr_t>(dx) % sizeof(float) != 0) i = n;
+    impl::bn_grad_apply(x, dy, i, mean, a, b, act, k, mean_dz, c, dx);
   }
-  _mm_sfence();  // the streaming stores are visible before any later load or store
-  if (i < n) impl::bn_grad_apply(x + i, dy + i, r ? r + i : nullptr, n - i, mean, k, mean_dz, c, dx + i);
+  const __m256 vm = _mm256_set1_ps(mean), vk = _mm256_set1_ps(k), vmd = _mm256_set1_ps(mean_dz), vc = _mm256_set1_ps(c);
+  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  const bool fused = act.kind != ActKind::kNone;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + i);
+    __m256 g = _mm256_loadu_ps(dy + i);
+    if (fused) g = act_grad_vec(_mm256_add_ps(_mm256_mul_ps(xv, va), vb), g, act);
+    const __m256 v = _mm256_mul_ps(vk, _mm256_sub_ps(_mm256_sub_ps(g, vmd), _mm256_mul_ps(_mm256_sub_ps(xv, vm), vc)));
+    if (stream) {
+      _mm256_stream_ps(dx + i, v);
+    } else {
+      _mm256_storeu_ps(dx + i, v);
+    }
+  }
+  if (stream) _mm_sfence();  // the streaming stores are visible before any later load or store
+  if (i < n) impl::bn_grad_apply(x + i, dy + i, n - i, mean, a, b, act, k, mean_dz, c, dx + i);
 }
 
 void f32_relu_grad(const float* y, const float* dy, int64_t n, float* dx) { impl::relu_grad(y, dy, n, dx); }

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 
+#include "engine/kernels/activation.h"
+
 // The bodies are in an anonymous namespace: each including file gets its own copy, compiled with
 // its own flags. As ordinary inline functions, the linker could keep one copy for both, and the
 // baseline path might then run AVX2 code.
@@ -34,62 +36,84 @@ inline void shifted_sums(const float* x, int64_t n, float shift, float* sum, flo
   *sum_sq = q;
 }
 
-inline void scale_shift(const float* x, int64_t n, float a, float b, bool relu, float* y) {
-  if (relu) {
+// The fused activation's value and derivative (training_kernels.h), written out here rather
+// than taken from activation.h: an inline function of a shared header compiled into the AVX2
+// file could stand in for the baseline copy (see the note on the namespace above).
+inline float act_value(float z, const Activation& a) {
+  switch (a.kind) {
+    case ActKind::kRelu: return z > 0 ? z : 0.0f;
+    case ActKind::kClip: return z < a.alpha ? a.alpha : (z > a.beta ? a.beta : z);
+    case ActKind::kLeakyRelu: return z >= 0 ? z : z * a.alpha;
+    case ActKind::kHardSwish: {
+      float t = z / 6.0f + 0.5f;
+      t = t < 0 ? 0 : (t > 1 ? 1 : t);
+      return z * t;
+    }
+    case ActKind::kHardSigmoid: {
+      const float t = a.alpha * z + a.beta;
+      return t < 0 ? 0.0f : (t > 1 ? 1.0f : t);
+    }
+    default: return z;
+  }
+}
+
+inline float act_grad(float z, float g, const Activation& a) {
+  switch (a.kind) {
+    case ActKind::kRelu: return z > 0 ? g : 0.0f;
+    case ActKind::kClip: return z > a.alpha && z < a.beta ? g : 0.0f;
+    case ActKind::kLeakyRelu: return z > 0 ? g : a.alpha * g;
+    case ActKind::kHardSwish: return z < -3.0f ? 0.0f : (z <= 3.0f ? g * (z / 3.0f + 0.5f) : g);
+    case ActKind::kHardSigmoid: {
+      const float t = a.alpha * z + a.beta;
+      return t > 0 && t < 1 ? a.alpha * g : 0.0f;
+    }
+    default: return g;
+  }
+}
+
+inline void scale_shift(const float* x, int64_t n, float a, float b, const Activation& act, float* y) {
+  if (act.kind == ActKind::kNone) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
+  } else if (act.kind == ActKind::kRelu) {
     for (int64_t i = 0; i < n; ++i) {
       const float v = x[i] * a + b;
       y[i] = v > 0.0f ? v : 0.0f;
     }
   } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
+    for (int64_t i = 0; i < n; ++i) y[i] = act_value(x[i] * a + b, act);
   }
 }
 
-// dz of the BatchNorm output: dy, masked by the fused ReLU's output when there is one.
-inline float masked(const float* dy, const float* r, int64_t i) { return r[i] > 0.0f ? dy[i] : 0.0f; }
+// dz of the BatchNorm output: dy through the fused activation's derivative at z = x·a + b.
+inline float dz_at(const float* x, const float* dy, int64_t i, float a, float b, const Activation& act) {
+  return act.kind == ActKind::kNone ? dy[i] : act_grad(x[i] * a + b, dy[i], act);
+}
 
-inline void bn_grad_sums(const float* x, const float* dy, const float* r, int64_t n, float mean, float* sum_dz,
-                         float* sum_dz_xc) {
-  float a[kLanes] = {}, b[kLanes] = {};
+inline void bn_grad_sums(const float* x, const float* dy, int64_t n, float mean, float a, float b,
+                         const Activation& act, float* sum_dz, float* sum_dz_xc) {
+  float la[kLanes] = {}, lb[kLanes] = {};
   float s = 0, q = 0;
   int64_t i = 0;
-  if (r) {
-    for (; i + kLanes <= n; i += kLanes) {
-      for (int j = 0; j < kLanes; ++j) {
-        const float dz = masked(dy, r, i + j);
-        a[j] += dz;
-        b[j] += dz * (x[i + j] - mean);
-      }
-    }
-    for (; i < n; ++i) {
-      const float dz = masked(dy, r, i);
-      s += dz;
-      q += dz * (x[i] - mean);
-    }
-  } else {
-    for (; i + kLanes <= n; i += kLanes) {
-      for (int j = 0; j < kLanes; ++j) {
-        a[j] += dy[i + j];
-        b[j] += dy[i + j] * (x[i + j] - mean);
-      }
-    }
-    for (; i < n; ++i) {
-      s += dy[i];
-      q += dy[i] * (x[i] - mean);
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float dz = dz_at(x, dy, i + j, a, b, act);
+      la[j] += dz;
+      lb[j] += dz * (x[i + j] - mean);
     }
   }
-  for (int j = 0; j < kLanes; ++j) s += a[j], q += b[j];
+  for (; i < n; ++i) {
+    const float dz = dz_at(x, dy, i, a, b, act);
+    s += dz;
+    q += dz * (x[i] - mean);
+  }
+  for (int j = 0; j < kLanes; ++j) s += la[j], q += lb[j];
   *sum_dz = s;
   *sum_dz_xc = q;
 }
 
-inline void bn_grad_apply(const float* x, const float* dy, const float* r, int64_t n, float mean, float k,
-                          float mean_dz, float c, float* dx) {
-  if (r) {
-    for (int64_t i = 0; i < n; ++i) dx[i] = k * (masked(dy, r, i) - mean_dz - (x[i] - mean) * c);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dx[i] = k * (dy[i] - mean_dz - (x[i] - mean) * c);
-  }
+inline void bn_grad_apply(const float* x, const float* dy, int64_t n, float mean, float a, float b,
+                          const Activation& act, float k, float mean_dz, float c, float* dx) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = k * (dz_at(x, dy, i, a, b, act) - mean_dz - (x[i] - mean) * c);
 }
 
 inline void relu_grad(const float* y, const float* dy, int64_t n, float* dx) {

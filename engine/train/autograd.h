@@ -18,6 +18,7 @@
 
 #include "engine/core/graph.h"
 #include "engine/core/thread_pool.h"
+#include "engine/kernels/activation.h"
 
 namespace xnn::train {
 
@@ -37,12 +38,13 @@ struct ForwardContext {
   uint64_t step_seed;                     // differs per step; random ops derive their draws from it
   NodeState& state;
   ThreadPool* pool;
-  // The op's GradOp fuses_relu and the session fused the Relu that alone consumes output 0:
-  // outputs[0] is that Relu's output, to be written as max(op(x), 0).
-  bool fused_relu = false;
-  // Also fused (GradOp::fuses_relu_maxpool): a 2×2 stride-2 MaxPool (no padding, floor mode)
-  // that alone consumes the Relu's output. outputs[0] is then the pool's output; the op records
-  // each window's winning tap (as the MaxPool's training forward does) for its backward.
+  // The op's GradOp fuses_activation and the session fused the activation node that alone
+  // consumes output 0 (null: none): outputs[0] is that node's output, to be written as
+  // act(op(x)).
+  const kernels::Activation* fused_act = nullptr;
+  // Also fused (GradOp::fuses_activation_maxpool): a 2×2 stride-2 MaxPool (no padding, floor
+  // mode) that alone consumes the activation's output. outputs[0] is then the pool's output; the
+  // op records each window's winning tap (as the MaxPool's training forward does) for its backward.
   bool fused_maxpool = false;
   // Batch statistics handed from a producer to its consumer (GradOp::emits_output_stats /
   // takes_input_stats), training mode only. The producer writes, for every image n and channel
@@ -62,10 +64,10 @@ struct BackwardContext {
   std::span<Tensor* const> grad_inputs;         // null where none is needed; else shaped like the input
   NodeState& state;
   ThreadPool* pool;
-  // Fused Relu (see ForwardContext): outputs[0] is the Relu's output r and grad_outputs[0] its
-  // gradient; the op's own output gradient is grad_outputs[0] where r > 0, else 0.
-  bool fused_relu = false;
-  // Fused Relu + 2×2 MaxPool: outputs[0] and grad_outputs[0] are the pool's output and gradient.
+  // Fused activation (see ForwardContext): outputs[0] is its output and grad_outputs[0] that
+  // output's gradient; the op's own output gradient is grad_outputs[0]·act'(its output).
+  const kernels::Activation* fused_act = nullptr;
+  // Fused activation + 2×2 MaxPool: outputs[0] and grad_outputs[0] are the pool's.
   bool fused_maxpool = false;
 
   bool wants(int i) const {
@@ -90,14 +92,15 @@ struct GradOp {
   std::vector<int> differentiable_inputs;  // inputs that receive gradients (others: indices, shapes, stats)
   ForwardFn forward;                       // empty: the op's reference kernel in training too
   BackwardFn backward;
-  // forward and backward implement a fused trailing Relu (ForwardContext::fused_relu): the
-  // session then runs a Relu that alone consumes this op's output 0 inside it, saving a pass
-  // over the activations each way and the intermediate tensor.
-  bool fuses_relu = false;
-  // ... and a 2×2 stride-2 MaxPool that alone consumes that Relu's output (the conv-block tail
-  // Conv → BatchNorm → Relu → MaxPool): neither the Relu's output nor its gradient is then
-  // materialised.
-  bool fuses_relu_maxpool = false;
+  // forward and backward implement a fused trailing activation (ForwardContext::fused_act; the
+  // kinds kernels::training_fusable accepts): the session then runs an activation node (Relu,
+  // Clip, LeakyRelu, HardSwish, HardSigmoid) that alone consumes this op's output 0 inside it,
+  // saving a pass over the activations each way and the intermediate tensor.
+  bool fuses_activation = false;
+  // ... and a 2×2 stride-2 MaxPool that alone consumes that activation's output (the conv-block
+  // tail Conv → BatchNorm → Relu → MaxPool): neither the activation's output nor its gradient is
+  // then materialised.
+  bool fuses_activation_maxpool = false;
   // Output statistics (ForwardContext::output_stats): the forward can write them; the session
   // asks for them when the output feeds only an op that takes_input_stats.
   bool emits_output_stats = false;

@@ -43,7 +43,7 @@ void relu_forward(ForwardContext& c) {
   const kernels::Isa isa = kernels::best_isa();
   parallel_for(c.pool, (n + kBlock - 1) / kBlock, [&](int64_t b) {
     const int64_t begin = b * kBlock, end = std::min(n, begin + kBlock);
-    kernels::f32_scale_shift(xp + begin, end - begin, 1.0f, 0.0f, /*relu=*/true, yp + begin, isa);  // max(x, 0)
+    kernels::f32_scale_shift(xp + begin, end - begin, 1.0f, 0.0f, kernels::Activation::relu(), yp + begin, isa);
   });
 }
 

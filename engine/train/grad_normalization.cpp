@@ -7,12 +7,16 @@
 //
 // One task per channel: its rows (one per image) are read for the statistics and again, while
 // they are still in L2, for the normalisation; backward likewise. With a fused ReLU
-// (GradOp::fuses_relu) the normalisation writes max(y, 0) straight into the ReLU's output, and
-// the backward masks the ReLU's output gradient on the fly. With the 2×2 max pool after the ReLU
-// fused as well (GradOp::fuses_relu_maxpool), each plane is normalised into an L1-sized buffer
-// and pooled from there (the pool's output and winning taps are all that is written), and the
-// backward rebuilds the plane's gradient from the pooled one in an L2 buffer per channel: the
-// full-size ReLU output and its gradient never exist. Every value equals the unfused chain's.
+// (GradOp::fuses_activation) the normalisation writes max(y, 0) straight into the ReLU's output, and
+// the backward masks the ReLU's output gradient on the fly. Other elementwise activations (Clip,
+// LeakyRelu, HardSwish, HardSigmoid: kernels::training_fusable) fuse the same way: the backward
+// recomputes the normalised value z = x·a + b (the forward's own arithmetic) and takes the
+// activation's derivative there. With the 2×2 max pool after the activation fused as well
+// (GradOp::fuses_activation_maxpool), each plane is normalised into an L1-sized buffer and pooled
+// from there (the pool's output and winning taps are all that is written), and the backward
+// rebuilds the plane's gradient from the pooled one in an L2 buffer per channel: the full-size
+// activation output and its gradient never exist. Every value equals the unfused chain's (for
+// ReLU to the bit; the others up to the standalone kernels' own rounding).
 #include <algorithm>
 #include <cmath>
 
@@ -72,7 +76,8 @@ void bn_forward(ForwardContext& c) {
   float* yp = c.outputs[0]->data<float>();
   float* mean = c.state.slot(0, DType::kF32, {g.c}).data<float>();
   float* invstd = c.state.slot(1, DType::kF32, {g.c}).data<float>();
-  const bool training = c.training, relu = c.fused_relu;
+  const bool training = c.training;
+  const kernels::Activation act = c.fused_act ? *c.fused_act : kernels::Activation{};
   const kernels::Isa isa = kernels::best_isa();
   const FusedPool pool = fused_pool(c.fused_maxpool, x, *c.outputs[0], c.node);
   uint8_t* taps = pool.oh < 0 ? nullptr : c.state.slot(2, DType::kU8, c.outputs[0]->shape()).data<uint8_t>();
@@ -130,14 +135,14 @@ void bn_forward(ForwardContext& c) {
     if (pool.oh < 0) {
       for (int64_t n = 0; n < g.n; ++n) {
         if (cold && n + 1 < g.n) prefetch_row(xp + ((n + 1) * g.c + ch) * g.inner, g.inner);
-        kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, relu, yp + (n * g.c + ch) * g.inner, isa);
+        kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, act, yp + (n * g.c + ch) * g.inner, isa);
       }
       return;
     }
     float* plane = kernels::thread_scratch_f32(static_cast<size_t>(g.inner), 2);
     for (int64_t n = 0; n < g.n; ++n) {
       if (cold && n + 1 < g.n) prefetch_row(xp + ((n + 1) * g.c + ch) * g.inner, g.inner);
-      kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, /*relu=*/true, plane, isa);
+      kernels::f32_scale_shift(xp + (n * g.c + ch) * g.inner, g.inner, a, b, act, plane, isa);
       const int64_t o = (n * g.c + ch) * pool.oh * pool.ow;
       for (int64_t oy = 0; oy < pool.oh; ++oy) {
         const float* r0 = plane + 2 * oy * pool.w;
@@ -158,11 +163,13 @@ void bn_backward(BackwardContext& c) {
   float* dx = c.wants(0) ? c.grad_input(0).data<float>() : nullptr;
   float* dgamma = c.wants(1) ? c.grad_input(1).data<float>() : nullptr;
   float* dbeta = c.wants(2) ? c.grad_input(2).data<float>() : nullptr;
-  // With a fused ReLU, outputs[0] is the ReLU's output: dz = dy where it is > 0. With the pool
-  // fused too, outputs[0] and dy are the pool's: dz is rebuilt per channel in `dz` below.
+  // With a fused activation, dy is the activation output's gradient: the kernels take it through
+  // the activation's derivative at z = x·a + b. With the pool fused too, outputs[0] and dy are
+  // the pool's: dy is first routed back to each window's winning tap per channel (`dz` below).
   const FusedPool pool = fused_pool(c.fused_maxpool, x, c.output(0), c.node);
-  const float* r = c.fused_relu && pool.oh < 0 ? c.output(0).data<float>() : nullptr;
-  const float* pooled = pool.oh < 0 ? nullptr : c.output(0).data<float>();
+  const kernels::Activation act = c.fused_act ? *c.fused_act : kernels::Activation{};
+  const float* beta = c.input(2).data<float>();
+  const bool pooled = pool.oh >= 0;
   const uint8_t* taps = pool.oh < 0 ? nullptr : c.state.saved.at(2).data<uint8_t>();
   const double count = static_cast<double>(g.count());
   const kernels::Isa isa = kernels::best_isa();
@@ -172,20 +179,19 @@ void bn_backward(BackwardContext& c) {
   const bool stream = x.nbytes() >= (size_t{8} << 20);
   parallel_for(c.pool, g.c, [&](int64_t ch) {
     const float mu = mean[ch], istd = invstd[ch];
-    // Fused pool: this channel's dz for every image, [N][inner] (L2-sized), from the pooled
-    // gradient masked where the pooled output (the ReLU's output at the winning tap) is > 0.
+    const float a = gamma[ch] * istd, b = beta[ch] - mu * a;  // the forward's z = x·a + b
+    // Fused pool: this channel's activation-output gradient for every image, [N][inner]
+    // (L2-sized): the pooled gradient at each window's winning tap, 0 elsewhere.
     float* dz = nullptr;
     if (pooled) {
       const int64_t pp = pool.oh * pool.ow;
-      dz = kernels::thread_scratch_f32(static_cast<size_t>(g.n * g.inner + pp), 2);
-      float* masked = dz + g.n * g.inner;
+      dz = kernels::thread_scratch_f32(static_cast<size_t>(g.n * g.inner), 2);
       for (int64_t n = 0; n < g.n; ++n) {
         const int64_t o = (n * g.c + ch) * pp;
-        kernels::f32_relu_grad(pooled + o, dy + o, pp, masked, isa);
         float* plane = dz + n * g.inner;
         for (int64_t oy = 0; oy < pool.oh; ++oy) {
           float* d0 = plane + 2 * oy * pool.w;
-          kernels::f32_maxpool2x2_grad_row(masked + oy * pool.ow, taps + o + oy * pool.ow, pool.ow, d0, d0 + pool.w, isa);
+          kernels::f32_maxpool2x2_grad_row(dy + o + oy * pool.ow, taps + o + oy * pool.ow, pool.ow, d0, d0 + pool.w, isa);
           if (pool.w > 2 * pool.ow) d0[pool.w - 1] = d0[2 * pool.w - 1] = 0.0f;  // odd width: the last column
         }
         if (pool.h > 2 * pool.oh) std::fill(plane + (pool.h - 1) * pool.w, plane + g.inner, 0.0f);  // odd height
@@ -198,10 +204,9 @@ void bn_backward(BackwardContext& c) {
       if (n + 1 < g.n) {
         prefetch_row(xp + off + g.c * g.inner, g.inner);
         if (!dz) prefetch_row(dy + off + g.c * g.inner, g.inner);
-        if (r) prefetch_row(r + off + g.c * g.inner, g.inner);
       }
       float sa = 0, sb = 0;
-      kernels::f32_bn_grad_sums(xp + off, dz_of(n, off), r ? r + off : nullptr, g.inner, mu, &sa, &sb, isa);
+      kernels::f32_bn_grad_sums(xp + off, dz_of(n, off), g.inner, mu, a, b, act, &sa, &sb, isa);
       sdy += sa;
       sdyx += static_cast<double>(sb) * istd;
     }
@@ -212,8 +217,8 @@ void bn_backward(BackwardContext& c) {
     const float mdy = static_cast<float>(sdy / count), mdyx = static_cast<float>(sdyx / count);
     for (int64_t n = 0; n < g.n; ++n) {
       const int64_t off = (n * g.c + ch) * g.inner;
-      kernels::f32_bn_grad_apply(xp + off, dz_of(n, off), r ? r + off : nullptr, g.inner, mu, k, mdy, istd * mdyx,
-                                 dx + off, stream, isa);
+      kernels::f32_bn_grad_apply(xp + off, dz_of(n, off), g.inner, mu, a, b, act, k, mdy, istd * mdyx, dx + off, stream,
+                                 isa);
     }
   });
 }
@@ -223,8 +228,8 @@ void bn_backward(BackwardContext& c) {
 void register_normalization_grads(GradRegistry& r) {
   GradOp bn{"BatchNormalization", {0, 1, 2}, bn_forward, bn_backward};
   bn.takes_input_stats = true;
-  bn.fuses_relu = true;
-  bn.fuses_relu_maxpool = true;
+  bn.fuses_activation = true;
+  bn.fuses_activation_maxpool = true;
   r.add(std::move(bn));
 }
 

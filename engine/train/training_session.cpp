@@ -4,10 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <set>
 
 #include "engine/core/error.h"
 #include "engine/core/op_registry.h"
+#include "engine/kernels/training_kernels.h"
 #include "engine/runtime/executor.h"
 
 namespace xnn::train {
@@ -25,7 +28,7 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 // A MaxPool whose 2×2 stride-2 windows tile its input (no padding, dilation or ceil mode): what
-// a producer with GradOp::fuses_relu_maxpool runs inside itself.
+// a producer with GradOp::fuses_activation_maxpool runs inside itself.
 bool is_tiling_maxpool_2x2(const Node& q) {
   if (q.op_type != "MaxPool" || !q.domain.empty()) return false;
   auto ints_are = [&](const char* name, std::vector<int64_t> want, bool may_be_absent) {
@@ -36,6 +39,37 @@ bool is_tiling_maxpool_2x2(const Node& q) {
   return ints_are("kernel_shape", {2, 2}, false) && ints_are("strides", {2, 2}, false) &&
          ints_are("pads", {0, 0, 0, 0}, true) && ints_are("dilations", {1, 1}, true) && q.attr_int("ceil_mode", 0) == 0 &&
          (auto_pad == "NOTSET" || auto_pad == "VALID");
+}
+
+// The activation an elementwise node computes, when a producer can run it inside itself
+// (kernels::training_fusable); nullopt otherwise. Clip's bounds must be constants.
+std::optional<kernels::Activation> fusable_activation(const Graph& g, const Node& n) {
+  if (!n.domain.empty() || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.size() != 1) return std::nullopt;
+  kernels::Activation act;
+  if (n.op_type == "Relu" && n.inputs.size() == 1) {
+    act = kernels::Activation::relu();
+  } else if (n.op_type == "LeakyRelu") {
+    act = kernels::Activation::leaky_relu(n.attr_float("alpha", 0.01f));
+  } else if (n.op_type == "HardSwish") {
+    act.kind = kernels::ActKind::kHardSwish;
+  } else if (n.op_type == "HardSigmoid") {
+    act.kind = kernels::ActKind::kHardSigmoid;
+    act.alpha = n.attr_float("alpha", 0.2f);
+    act.beta = n.attr_float("beta", 0.5f);
+  } else if (n.op_type == "Clip") {
+    float bound[2] = {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()};
+    for (size_t i = 1; i < 3; ++i) {
+      if (i >= n.inputs.size() || n.inputs[i] < 0) continue;
+      const Value& v = g.value(n.inputs[i]);
+      if (!v.is_constant() || v.data->dtype() != DType::kF32 || v.data->numel() != 1) return std::nullopt;
+      bound[i - 1] = v.data->data<float>()[0];
+    }
+    act = kernels::Activation::clip(bound[0], bound[1]);
+  } else {
+    return std::nullopt;
+  }
+  if (!kernels::training_fusable(act)) return std::nullopt;
+  return act;
 }
 
 bool is_view_op(const Node& n) {
@@ -184,7 +218,8 @@ TrainingSession::TrainingSession(std::shared_ptr<Model> model, TrainingOptions o
 void TrainingSession::plan_relu_fusion() {
   const Graph& g = model_->graph;
   const GradRegistry& grads = GradRegistry::builtin();
-  fused_relu_of_.assign(g.nodes.size(), -1);
+  fused_act_node_.assign(g.nodes.size(), -1);
+  fused_act_.assign(g.nodes.size(), kernels::Activation{});
   fused_pool_of_.assign(g.nodes.size(), -1);
   fused_away_.assign(g.nodes.size(), 0);
   unmaterialised_.assign(g.values.size(), 0);
@@ -218,25 +253,28 @@ void TrainingSession::plan_relu_fusion() {
   }
   for (int ni = 0; ni <= last_node_; ++ni) {
     const Node& relu = g.nodes[static_cast<size_t>(ni)];
-    if (relu.op_type != "Relu" || !relu.domain.empty() || relu.inputs.size() != 1 || relu.outputs.size() != 1) continue;
+    const std::optional<kernels::Activation> act = fusable_activation(g, relu);
+    if (!act) continue;
     const int v = relu.inputs[0];
     if (v < 0 || v == logits_value_ || consumers[static_cast<size_t>(v)] != 1) continue;
     const int p = producer[static_cast<size_t>(v)];
     if (p < 0) continue;
     const Node& prod = g.nodes[static_cast<size_t>(p)];
     const GradOp* op = grads.find(prod);
-    if (!op || !op->fuses_relu || !op->forward || prod.outputs.empty() || prod.outputs[0] != v || fused_relu_of_[static_cast<size_t>(p)] >= 0)
+    if (!op || !op->fuses_activation || !op->forward || prod.outputs.empty() || prod.outputs[0] != v ||
+        fused_act_node_[static_cast<size_t>(p)] >= 0)
       continue;
     bool other_outputs_used = false;  // e.g. BatchNormalization's optional running-statistics outputs
     for (size_t o = 1; o < prod.outputs.size(); ++o)
       if (prod.outputs[o] >= 0 && consumers[static_cast<size_t>(prod.outputs[o])] > 0) other_outputs_used = true;
     if (other_outputs_used) continue;
-    fused_relu_of_[static_cast<size_t>(p)] = ni;
+    fused_act_node_[static_cast<size_t>(p)] = ni;
+    fused_act_[static_cast<size_t>(p)] = *act;
     fused_away_[static_cast<size_t>(ni)] = 1;
     unmaterialised_[static_cast<size_t>(v)] = 1;
     // The pool after it, if the producer fuses one too.
     const int r = relu.outputs[0];
-    if (!op->fuses_relu_maxpool || r < 0 || r == logits_value_ || consumers[static_cast<size_t>(r)] != 1) continue;
+    if (!op->fuses_activation_maxpool || r < 0 || r == logits_value_ || consumers[static_cast<size_t>(r)] != 1) continue;
     for (int qi = ni + 1; qi <= last_node_; ++qi) {
       const Node& q = g.nodes[static_cast<size_t>(qi)];
       if (q.inputs.empty() || q.inputs[0] != r) continue;
@@ -254,7 +292,7 @@ int TrainingSession::output_value(int node, size_t output) const {
   const Graph& g = model_->graph;
   const int pool = fused_pool_of_[static_cast<size_t>(node)];
   if (output == 0 && pool >= 0) return g.nodes[static_cast<size_t>(pool)].outputs[0];
-  const int fused = fused_relu_of_[static_cast<size_t>(node)];
+  const int fused = fused_act_node_[static_cast<size_t>(node)];
   if (output == 0 && fused >= 0) return g.nodes[static_cast<size_t>(fused)].outputs[0];
   return g.nodes[static_cast<size_t>(node)].outputs[output];
 }
@@ -419,12 +457,13 @@ void TrainingSession::forward(Plan& plan, const Tensor& input, bool training, bo
       const int v = output_value(ni, o);
       if (v >= 0 && plan.act[static_cast<size_t>(v)].defined()) outs[o] = &plan.act[static_cast<size_t>(v)];
     }
-    const bool fused_relu = fused_relu_of_[static_cast<size_t>(ni)] >= 0;
+    const kernels::Activation* fused_act =
+        fused_act_node_[static_cast<size_t>(ni)] >= 0 ? &fused_act_[static_cast<size_t>(ni)] : nullptr;
     const GradOp* gop = grads.find(n);
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (gop && gop->forward) {
       ForwardContext ctx{n, ins, outs, training, step_seed ^ static_cast<uint64_t>(ni), node_state_[static_cast<size_t>(ni)],
-                         pool_.get(), fused_relu, fused_pool_of_[static_cast<size_t>(ni)] >= 0};
+                         pool_.get(), fused_act, fused_pool_of_[static_cast<size_t>(ni)] >= 0};
       if (training) {
         Tensor& out_stats = plan.stats[static_cast<size_t>(ni)];
         if (out_stats.defined()) ctx.output_stats = out_stats.data<float>();
@@ -494,7 +533,8 @@ void TrainingSession::backward(Plan& plan) {
       if (v >= 0) outs[o] = &plan.act[static_cast<size_t>(v)];
     }
     BackwardContext ctx{n, ins, outs, gouts, gins, node_state_[static_cast<size_t>(ni)], pool_.get(),
-                        fused_relu_of_[static_cast<size_t>(ni)] >= 0, fused_pool_of_[static_cast<size_t>(ni)] >= 0};
+                        fused_act_node_[static_cast<size_t>(ni)] >= 0 ? &fused_act_[static_cast<size_t>(ni)] : nullptr,
+                        fused_pool_of_[static_cast<size_t>(ni)] >= 0};
     const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     gop->backward(ctx);
     for (size_t i = 0; i < gins.size(); ++i) {

@@ -99,10 +99,12 @@ class TrainingSession {
   int last_node_ = -1;  // nodes after this one (a trailing Softmax) are skipped in training
   std::map<Shape, std::unique_ptr<Plan>> plans_;
   std::vector<NodeState> node_state_;
-  // Relu fusion (GradOp::fuses_relu): per node, the Relu node that runs inside it (-1: none), the
-  // 2×2 MaxPool after that Relu that runs inside it too (-1: none), and whether a node is such a
-  // Relu or MaxPool (then it is skipped in both passes). Decided once per graph.
-  std::vector<int> fused_relu_of_;
+  // Activation fusion (GradOp::fuses_activation): per node, the activation node that runs inside
+  // it (-1: none) and what it computes, the 2×2 MaxPool after that activation that runs inside it
+  // too (-1: none), and whether a node is such an activation or MaxPool (then it is skipped in
+  // both passes). Decided once per graph.
+  std::vector<int> fused_act_node_;
+  std::vector<kernels::Activation> fused_act_;
   std::vector<int> fused_pool_of_;
   std::vector<char> unmaterialised_;  // per value: inside a fused chain, no tensor of its own
   std::vector<int> consumers_;        // per value: nodes reading it (+1 for a graph output)

@@ -425,22 +425,96 @@ namespace {
 
 // The parallel kernels (images split into per-thread chunks, partial weight gradients summed)
 // give the serial result up to float summation order.
-// BatchNormalization followed by a Relu that alone reads its output runs as one fused node
-// (GradOp::fuses_relu): the Relu's output is written directly and its gradient masked on the fly.
-TEST(AutogradBatchNorm, FusedReluMatchesFiniteDifferences) {
-  GraphBuilder b;
-  b.batch = 4;
-  const int x = b.param("x", {b.batch, 3, 4, 5});
-  const int scale = b.param("gamma", {3}, 0.5f, 1.5f);
-  const int bias = b.param("beta", {3}, -0.5f, 0.5f);
-  const int mean = b.constant("mean", Tensor(DType::kF32, {3}));
-  Tensor var(DType::kF32, {3});
-  for (int i = 0; i < 3; ++i) var.data<float>()[i] = 1.0f;
-  const int vr = b.constant("var", var);
-  const int y = b.node("BatchNormalization", {x, scale, bias, mean, vr});
-  const int r = b.node("Relu", {y});
-  b.finish(r, 60);
-  check_gradients(b, 60, "BatchNormalization + Relu (fused)");
+// BatchNormalization followed by an activation that alone reads its output runs as one fused
+// node (GradOp::fuses_activation): the activation's output is written directly and its gradient
+// taken through the derivative on the fly; with a 2×2 max pool after it, that too.
+TEST(AutogradBatchNorm, FusedActivationsMatchFiniteDifferences) {
+  struct ActCase {
+    const char* op;
+    Attrs attrs;
+    bool clip_bounds;
+  };
+  for (const ActCase& ac : std::vector<ActCase>{{"Relu", {}, false},
+                                                {"Clip", {}, true},
+                                                {"LeakyRelu", {{"alpha", 0.1f}}, false},
+                                                {"HardSwish", {}, false},
+                                                {"HardSigmoid", {{"alpha", 0.3f}, {"beta", 0.4f}}, false}}) {
+    for (bool pool : {false, true}) {
+      GraphBuilder b;
+      b.batch = 4;
+      const int x = b.param("x", {b.batch, 3, 4, 6});
+      const int scale = b.param("gamma", {3}, 0.5f, 1.5f);
+      const int bias = b.param("beta", {3}, -0.5f, 0.5f);
+      const int mean = b.constant("mean", Tensor(DType::kF32, {3}));
+      Tensor var(DType::kF32, {3});
+      for (int i = 0; i < 3; ++i) var.data<float>()[i] = 1.0f;
+      const int vr = b.constant("var", var);
+      const int y = b.node("BatchNormalization", {x, scale, bias, mean, vr});
+      std::vector<int> act_inputs = {y};
+      if (ac.clip_bounds) {
+        // ReLU6: finite differences across a kink are noise, and a BatchNorm perturbs every
+        // output at once, so the bounds stay where few outputs are (the test after this one
+        // checks inner bounds against the unfused nodes).
+        act_inputs.push_back(b.constant("lo", Tensor::scalar<float>(0.0f)));
+        act_inputs.push_back(b.constant("hi", Tensor::scalar<float>(6.0f)));
+      }
+      int r = b.node(ac.op, act_inputs, ac.attrs);
+      int64_t features = 72;
+      if (pool) {
+        r = b.node("MaxPool", {r}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+        features = 18;
+      }
+      b.finish(r, features);
+      check_gradients(b, features, std::string("BatchNormalization + ") + ac.op + (pool ? " + MaxPool" : "") + " (fused)");
+    }
+  }
+}
+
+// Fused and unfused (the BatchNorm output is then also a graph output) give the same gradients:
+// to the bit for Relu, up to the standalone kernels' own rounding for the others.
+TEST(AutogradBatchNorm, FusedActivationsGiveTheUnfusedGradients) {
+  for (const char* op : {"Relu", "Clip", "LeakyRelu", "HardSwish", "HardSigmoid"}) {
+    for (bool pool : {false, true}) {
+      std::vector<std::vector<float>> grads[2];
+      for (int unfused = 0; unfused < 2; ++unfused) {
+        GraphBuilder b;
+        b.batch = 6;
+        const int x = b.param("x", {b.batch, 5, 6, 8}, -2.0f, 2.0f);
+        const int scale = b.param("gamma", {5}, 0.5f, 3.0f);
+        const int bias = b.param("beta", {5}, -0.5f, 0.5f);
+        const int mean = b.constant("mean", Tensor(DType::kF32, {5}));
+        Tensor var(DType::kF32, {5});
+        for (int i = 0; i < 5; ++i) var.data<float>()[i] = 1.0f;
+        const int vr = b.constant("var", var);
+        const int y = b.node("BatchNormalization", {x, scale, bias, mean, vr});
+        std::vector<int> act_inputs = {y};
+        if (std::string(op) == "Clip") {
+          act_inputs.push_back(b.constant("lo", Tensor::scalar<float>(0.0f)));
+          act_inputs.push_back(b.constant("hi", Tensor::scalar<float>(1.5f)));
+        }
+        int r = b.node(op, act_inputs);
+        int64_t features = 5 * 6 * 8;
+        if (pool) {
+          r = b.node("MaxPool", {r}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+          features = 5 * 3 * 4;
+        }
+        b.finish(r, features);
+        if (unfused) b.g().outputs.push_back(y);
+        TrainingSession s(b.model, TrainingOptions{2, 0, 0.0f});
+        Tensor z = b.random({6, features}, -0.1f, 0.1f);
+        Tensor labels = Tensor::from_vector<int64_t>({0, 3, 5, 7, 9, 40}, {6});
+        s.train_step(z, labels);
+        for (const Parameter& prm : s.parameters())
+          grads[unfused].emplace_back(prm.grad.data<float>(), prm.grad.data<float>() + prm.grad.numel());
+      }
+      for (size_t i = 0; i < grads[0].size(); ++i) {
+        float scale = 0;
+        for (float v : grads[1][i]) scale = std::max(scale, std::fabs(v));
+        for (size_t j = 0; j < grads[0][i].size(); ++j)
+          EXPECT_NEAR(grads[0][i][j], grads[1][i][j], 1e-5f * scale) << op << (pool ? " + pool" : "") << " parameter " << i << " element " << j;
+      }
+    }
+  }
 }
 
 // The fused pass computes bit for bit what the two nodes compute apart; a graph in which the

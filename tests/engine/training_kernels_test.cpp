@@ -3,6 +3,7 @@
 // promise), on lengths around the vector widths and on data with ties, zeros and NaNs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -34,34 +35,70 @@ const std::vector<int64_t> kLengths = {0, 1, 7, 8, 15, 16, 17, 31, 33, 49, 196, 
 
 bool have_avx2() { return isa_supported(Isa::kAvx2); }
 
+// The fused activations, their values and derivatives as training_kernels.h defines them.
+const std::vector<Activation> kActs = {Activation{},         Activation::relu(),
+                                       Activation::clip(0, 6), Activation::clip(-1.5f, 0.5f),
+                                       Activation::leaky_relu(0.1f), Activation{ActKind::kHardSwish},
+                                       Activation{ActKind::kHardSigmoid, 0.2f, 0.5f}};
+
+float act_value(float z, const Activation& a) {
+  switch (a.kind) {
+    case ActKind::kRelu: return z > 0 ? z : 0.0f;
+    case ActKind::kClip: return z < a.alpha ? a.alpha : (z > a.beta ? a.beta : z);
+    case ActKind::kLeakyRelu: return z >= 0 ? z : z * a.alpha;
+    case ActKind::kHardSwish: return z * std::min(1.0f, std::max(0.0f, z / 6.0f + 0.5f));
+    case ActKind::kHardSigmoid: return std::min(1.0f, std::max(0.0f, a.alpha * z + a.beta));
+    default: return z;
+  }
+}
+
+float act_grad(float z, float g, const Activation& a) {
+  switch (a.kind) {
+    case ActKind::kRelu: return z > 0 ? g : 0.0f;
+    case ActKind::kClip: return z > a.alpha && z < a.beta ? g : 0.0f;
+    case ActKind::kLeakyRelu: return z > 0 ? g : a.alpha * g;
+    case ActKind::kHardSwish: return z < -3.0f ? 0.0f : (z <= 3.0f ? g * (z / 3.0f + 0.5f) : g);
+    case ActKind::kHardSigmoid: {
+      const float t = a.alpha * z + a.beta;
+      return t > 0 && t < 1 ? a.alpha * g : 0.0f;
+    }
+    default: return g;
+  }
+}
+
 TEST(TrainingKernels, SumsMatchDefinitionAndAreBitIdenticalAcrossIsas) {
   for (int64_t n : kLengths) {
-    const std::vector<float> x = data(n, 1, false), dy = data(n, 2, false), r = data(n, 3, true);
+    const std::vector<float> x = data(n, 1, false), dy = data(n, 2, false);
     float s = 0, q = 0;
     f32_shifted_sums(x.data(), n, 0.25f, &s, &q, Isa::kScalar);
     double es = 0, eq = 0;
     for (float v : x) es += v - 0.25, eq += (v - 0.25) * (v - 0.25);
     EXPECT_NEAR(s, es, 1e-4 * (1 + std::sqrt(static_cast<double>(n)))) << n;
     EXPECT_NEAR(q, eq, 1e-4 * (1 + eq)) << n;
-    float a = 0, b = 0;
-    f32_bn_grad_sums(x.data(), dy.data(), r.data(), n, 0.1f, &a, &b, Isa::kScalar);
-    double ea = 0, eb = 0;
-    for (int64_t i = 0; i < n; ++i)
-      if (r[static_cast<size_t>(i)] > 0) ea += dy[static_cast<size_t>(i)], eb += dy[static_cast<size_t>(i)] * (x[static_cast<size_t>(i)] - 0.1);
-    EXPECT_NEAR(a, ea, 1e-4 * (1 + std::sqrt(static_cast<double>(n)))) << n;
-    EXPECT_NEAR(b, eb, 1e-4 * (1 + std::sqrt(static_cast<double>(n)))) << n;
-    if (!have_avx2()) continue;
-    float s2 = 0, q2 = 0, a2 = 0, b2 = 0, a3 = 0, b3 = 0, a4 = 0, b4 = 0;
-    f32_shifted_sums(x.data(), n, 0.25f, &s2, &q2, Isa::kAvx2);
-    f32_bn_grad_sums(x.data(), dy.data(), r.data(), n, 0.1f, &a2, &b2, Isa::kAvx2);
-    f32_bn_grad_sums(x.data(), dy.data(), nullptr, n, 0.1f, &a3, &b3, Isa::kScalar);
-    f32_bn_grad_sums(x.data(), dy.data(), nullptr, n, 0.1f, &a4, &b4, Isa::kAvx2);
-    EXPECT_EQ(std::memcmp(&s, &s2, 4), 0) << n;
-    EXPECT_EQ(std::memcmp(&q, &q2, 4), 0) << n;
-    EXPECT_EQ(std::memcmp(&a, &a2, 4), 0) << n;
-    EXPECT_EQ(std::memcmp(&b, &b2, 4), 0) << n;
-    EXPECT_EQ(std::memcmp(&a3, &a4, 4), 0) << n;
-    EXPECT_EQ(std::memcmp(&b3, &b4, 4), 0) << n;
+    if (have_avx2()) {
+      float s2 = 0, q2 = 0;
+      f32_shifted_sums(x.data(), n, 0.25f, &s2, &q2, Isa::kAvx2);
+      EXPECT_EQ(std::memcmp(&s, &s2, 4), 0) << n;
+      EXPECT_EQ(std::memcmp(&q, &q2, 4), 0) << n;
+    }
+    // z = 2.5·x − 0.5 spans every activation's segments (HardSwish's ±3, Clip's bounds).
+    for (const Activation& act : kActs) {
+      SCOPED_TRACE(std::string(act_kind_name(act.kind)) + " n=" + std::to_string(n));
+      float a = 0, b = 0;
+      f32_bn_grad_sums(x.data(), dy.data(), n, 0.1f, 2.5f, -0.5f, act, &a, &b, Isa::kScalar);
+      double ea = 0, eb = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double dz = act_grad(x[static_cast<size_t>(i)] * 2.5f - 0.5f, dy[static_cast<size_t>(i)], act);
+        ea += dz, eb += dz * (x[static_cast<size_t>(i)] - 0.1);
+      }
+      EXPECT_NEAR(a, ea, 1e-4 * (1 + std::sqrt(static_cast<double>(n))));
+      EXPECT_NEAR(b, eb, 1e-4 * (1 + std::sqrt(static_cast<double>(n))));
+      if (!have_avx2()) continue;
+      float a2 = 0, b2 = 0;
+      f32_bn_grad_sums(x.data(), dy.data(), n, 0.1f, 2.5f, -0.5f, act, &a2, &b2, Isa::kAvx2);
+      EXPECT_EQ(std::memcmp(&a, &a2, 4), 0);
+      EXPECT_EQ(std::memcmp(&b, &b2, 4), 0);
+    }
   }
 }
 
@@ -70,29 +107,33 @@ TEST(TrainingKernels, ElementwisePassesMatchDefinitionOnBothIsas) {
     const std::vector<float> x = data(n, 4, true), dy = data(n, 5, false), r = data(n, 6, true), m = data(n, 7, false);
     for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
       if (!isa_supported(isa)) continue;
-      SCOPED_TRACE(std::string(isa_name(isa)) + " n=" + std::to_string(n));
-      std::vector<float> y(x.size()), want(x.size());
-      f32_scale_shift(x.data(), n, 1.5f, -0.25f, true, y.data(), isa);
-      for (size_t i = 0; i < x.size(); ++i) {
-        const float v = x[i] * 1.5f - 0.25f;
-        want[i] = v > 0 ? v : 0.0f;
-      }
-      EXPECT_TRUE(same_bits(y, want));
-      f32_scale_shift(x.data(), n, 1.5f, -0.25f, false, y.data(), isa);
-      for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * 1.5f - 0.25f;
-      EXPECT_TRUE(same_bits(y, want));
-      for (bool stream : {false, true}) {
-        f32_bn_grad_apply(x.data(), dy.data(), r.data(), n, 0.1f, 0.7f, 0.05f, 0.3f, y.data(), stream, isa);
-        for (size_t i = 0; i < x.size(); ++i) want[i] = 0.7f * ((r[i] > 0 ? dy[i] : 0.0f) - 0.05f - (x[i] - 0.1f) * 0.3f);
-        EXPECT_TRUE(same_bits(y, want)) << "stream " << stream;
-        // From an odd float offset: the streaming path's unaligned head.
-        if (n > 1) {
-          f32_bn_grad_apply(x.data() + 1, dy.data() + 1, nullptr, n - 1, 0.1f, 0.7f, 0.05f, 0.3f, y.data() + 1, stream, isa);
-          for (size_t i = 1; i < x.size(); ++i) want[i] = 0.7f * (dy[i] - 0.05f - (x[i] - 0.1f) * 0.3f);
-          y[0] = want[0];
-          EXPECT_TRUE(same_bits(y, want)) << "stream " << stream << ", unaligned";
+      for (const Activation& act : kActs) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + act_kind_name(act.kind) + " n=" + std::to_string(n));
+        std::vector<float> y(x.size()), want(x.size());
+        f32_scale_shift(x.data(), n, 1.5f, -0.25f, act, y.data(), isa);
+        for (size_t i = 0; i < x.size(); ++i) want[i] = act_value(x[i] * 1.5f - 0.25f, act);
+        if (act.kind == ActKind::kHardSwish || act.kind == ActKind::kHardSigmoid) {
+          // Written here with min/max, which treat NaN differently: compare finite inputs.
+          for (size_t i = 0; i < x.size(); ++i)
+            if (!std::isnan(x[i])) EXPECT_EQ(y[i], want[i]) << i;
+        } else {
+          EXPECT_TRUE(same_bits(y, want));
+        }
+        for (bool stream : {false, true}) {
+          f32_bn_grad_apply(x.data(), dy.data(), n, 0.1f, 1.5f, -0.25f, act, 0.7f, 0.05f, 0.3f, y.data(), stream, isa);
+          for (size_t i = 0; i < x.size(); ++i)
+            want[i] = 0.7f * (act_grad(x[i] * 1.5f - 0.25f, dy[i], act) - 0.05f - (x[i] - 0.1f) * 0.3f);
+          EXPECT_TRUE(same_bits(y, want)) << "stream " << stream;
+          // From an odd float offset: the streaming path's unaligned head.
+          if (n > 1) {
+            f32_bn_grad_apply(x.data() + 1, dy.data() + 1, n - 1, 0.1f, 1.5f, -0.25f, act, 0.7f, 0.05f, 0.3f,
+                              y.data() + 1, stream, isa);
+            y[0] = want[0];
+            EXPECT_TRUE(same_bits(y, want)) << "stream " << stream << ", unaligned";
+          }
         }
       }
+      std::vector<float> y(x.size()), want(x.size());
       f32_relu_grad(r.data(), dy.data(), n, y.data(), isa);
       for (size_t i = 0; i < x.size(); ++i) want[i] = r[i] > 0 ? dy[i] : 0.0f;
       EXPECT_TRUE(same_bits(y, want));
