@@ -191,12 +191,15 @@ inline void dwconv_wgrad_pad(const float* x, int64_t h, int64_t w, int64_t strid
                              const DwGradLayout& l, float* xp) {
   for (int64_t r = 0; r < l.rows; ++r) {
     float* row = xp + r * l.row_floats;
+    for (int64_t q = 0; q < l.row_floats; ++q) row[q] = 0.0f;
     const int64_t iy = r - pad_t;
-    for (int64_t q = 0; q < l.row_floats; ++q) {
-      // Padded column c of this slot (stride 2: slot q of half q / half is column 2·(q % half) + q / half).
-      const int64_t c = stride == 1 ? q : 2 * (q % l.half) + q / l.half;
-      const int64_t ix = c - pad_l;
-      row[q] = iy >= 0 && iy < h && ix >= 0 && ix < w ? x[iy * w + ix] : 0.0f;
+    if (iy < 0 || iy >= h) continue;
+    const float* src = x + iy * w;
+    // Padded column c = ix + pad_l; stride 2 puts it at slot c / 2 of half c % 2.
+    for (int64_t ix = 0; ix < w; ++ix) {
+      const int64_t c = ix + pad_l;
+      const int64_t q = stride == 1 ? c : (c % 2) * l.half + c / 2;
+      if (q < l.row_floats && (stride == 1 || c / 2 < l.half)) row[q] = src[ix];
     }
   }
 }
