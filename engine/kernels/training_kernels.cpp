@@ -71,9 +71,17 @@ int64_t f32_dwconv_wgrad_scratch_floats(int64_t oh, int64_t ow, int64_t k, int64
 }
 
 void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
-                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw, Isa isa) {
-  if (isa == Isa::kAvx2) return training_avx2::f32_dwconv_wgrad_plane(x, h, w, dy, oh, ow, k, stride, pad_t, pad_l, scratch, dw);
-  impl::dwconv_wgrad_plane(x, h, w, dy, oh, ow, k, stride, pad_t, pad_l, scratch, dw);
+                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* acc, Isa isa) {
+  if (isa == Isa::kAvx2) return training_avx2::f32_dwconv_wgrad_plane(x, h, w, dy, oh, ow, k, stride, pad_t, pad_l, scratch, acc);
+  impl::dwconv_wgrad_plane(x, h, w, dy, oh, ow, k, stride, pad_t, pad_l, scratch, acc);
+}
+
+void f32_dwconv_wgrad_finish(const float* acc, int64_t k, float* dw) {
+  for (int64_t t = 0; t < k * k; ++t) {
+    float s = 0;
+    for (int l = 0; l < 8; ++l) s += acc[t * 8 + l];
+    dw[t] = s;
+  }
 }
 
 }  // namespace xnn::kernels

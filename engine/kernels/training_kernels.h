@@ -66,15 +66,20 @@ void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, flo
 void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1,
                              Isa isa = best_isa());
 
-// Depthwise convolution weight gradient of one plane: dw[i·k + j] += Σ_{oy, ox} dy[oy][ox] ·
-// x[oy·s + i − pad_t][ox·s + j − pad_l] (zero outside x [h × w]) for a k×k window, stride s (1 or 2).
-// `scratch` holds the zero-padded plane (f32_dwconv_wgrad_scratch_floats). Sums: per tap, eight
-// lanes over output columns (lane l takes columns 8q + l), rows in order, lanes added 0..7 at
-// the end; products and sums rounded separately on both paths (no FMA), so they agree exactly.
+// Depthwise convolution weight gradient, one plane at a time: adds to the lane partial sums
+// acc[(i·k + j)·8 + l] (k·k·8 floats, zeroed by the caller before its first plane) the products
+// dy[oy][ox] · x[oy·s + i − pad_t][ox·s + j − pad_l] (zero outside x [h × w]) of the columns
+// ox ≡ l (mod 8), for a k×k window, stride s (1 or 2); f32_dwconv_wgrad_finish then adds each
+// tap's 8 lanes in order. Keeping lanes across planes (the images of a channel) leaves one
+// horizontal sum per channel instead of one per plane. `scratch` holds the zero-padded plane
+// (f32_dwconv_wgrad_scratch_floats). Products and sums are rounded separately on both paths (no
+// FMA), in the same order, so they agree exactly.
 int64_t f32_dwconv_wgrad_scratch_floats(int64_t oh, int64_t ow, int64_t k, int64_t stride);
 void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
-                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw,
+                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* acc,
                             Isa isa = best_isa());
+// dw[t] = acc[t·8] + acc[t·8 + 1] + ... + acc[t·8 + 7] (in that order) for the k·k taps.
+void f32_dwconv_wgrad_finish(const float* acc, int64_t k, float* dw);
 
 // ---- AVX2 builds of the same bodies (training_kernels_avx2.cpp; only when isa_supported(kAvx2)) --
 namespace training_avx2 {
@@ -90,7 +95,7 @@ void f32_dropout_mask(uint64_t seed, int64_t first, int64_t n, uint64_t threshol
 void f32_maxpool2x2_argmax_row(const float* r0, const float* r1, int64_t ow, float* out, uint8_t* idx);
 void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, float* d0, float* d1);
 void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
-                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw);
+                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* acc);
 }  // namespace training_avx2
 
 }  // namespace xnn::kernels

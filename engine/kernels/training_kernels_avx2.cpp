@@ -54,10 +54,12 @@ void f32_shifted_sums(const float* x, int64_t n, float shift, float* sum, float*
 namespace {
 
 // act(z) on 8 lanes: the baseline body's comparisons and roundings, lane by lane (division by 6
-// as a division, no FMA), so both paths give the same bits.
-__m256 act_value_vec(__m256 z, const Activation& act) {
+// as a division, no FMA), so both paths give the same bits. Templates on the kind: the loops
+// below are instantiated per kind, so the choice is made once per row, not per vector.
+template <ActKind K>
+inline __m256 act_value_vec(__m256 z, const Activation& act) {
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-  switch (act.kind) {
+  switch (K) {
     case ActKind::kRelu: return _mm256_and_ps(z, _mm256_cmp_ps(z, zero, _CMP_GT_OQ));
     case ActKind::kClip: {
       const __m256 lo = _mm256_set1_ps(act.alpha), hi = _mm256_set1_ps(act.beta);
@@ -82,9 +84,10 @@ __m256 act_value_vec(__m256 z, const Activation& act) {
 }
 
 // dy·act'(z) on 8 lanes (impl::act_grad lane by lane).
-__m256 act_grad_vec(__m256 z, __m256 g, const Activation& act) {
+template <ActKind K>
+inline __m256 act_grad_vec(__m256 z, __m256 g, const Activation& act) {
   const __m256 zero = _mm256_setzero_ps();
-  switch (act.kind) {
+  switch (K) {
     case ActKind::kRelu: return _mm256_and_ps(g, _mm256_cmp_ps(z, zero, _CMP_GT_OQ));
     case ActKind::kClip:
       return _mm256_and_ps(g, _mm256_and_ps(_mm256_cmp_ps(z, _mm256_set1_ps(act.alpha), _CMP_GT_OQ),
@@ -105,34 +108,50 @@ __m256 act_grad_vec(__m256 z, __m256 g, const Activation& act) {
   }
 }
 
+// Calls f<K>() for the activation's kind (the kinds training_fusable accepts).
+template <typename F>
+void with_kind(const Activation& act, F&& f) {
+  switch (act.kind) {
+    case ActKind::kRelu: return f.template operator()<ActKind::kRelu>();
+    case ActKind::kClip: return f.template operator()<ActKind::kClip>();
+    case ActKind::kLeakyRelu: return f.template operator()<ActKind::kLeakyRelu>();
+    case ActKind::kHardSwish: return f.template operator()<ActKind::kHardSwish>();
+    case ActKind::kHardSigmoid: return f.template operator()<ActKind::kHardSigmoid>();
+    default: return f.template operator()<ActKind::kNone>();
+  }
+}
+
 }  // namespace
 
 void f32_scale_shift(const float* x, int64_t n, float a, float b, const Activation& act, float* y) {
   const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, act_value_vec(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), va), vb), act));
+  with_kind(act, [&]<ActKind K>() {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(y + i, act_value_vec<K>(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), va), vb), act));
+  });
   if (i < n) impl::scale_shift(x + i, n - i, a, b, act, y + i);
 }
 
 void f32_bn_grad_sums(const float* x, const float* dy, int64_t n, float mean, float a, float b, const Activation& act,
                       float* sum_dz, float* sum_dz_xc) {
   const __m256 vm = _mm256_set1_ps(mean), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), zero = _mm256_setzero_ps();
-  const bool fused = act.kind != ActKind::kNone;
   __m256 a0 = zero, a1 = zero, b0 = zero, b1 = zero;
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
-    __m256 g0 = _mm256_loadu_ps(dy + i), g1 = _mm256_loadu_ps(dy + i + 8);
-    if (fused) {
-      g0 = act_grad_vec(_mm256_add_ps(_mm256_mul_ps(x0, va), vb), g0, act);
-      g1 = act_grad_vec(_mm256_add_ps(_mm256_mul_ps(x1, va), vb), g1, act);
+  with_kind(act, [&]<ActKind K>() {
+    for (; i + 16 <= n; i += 16) {
+      const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+      __m256 g0 = _mm256_loadu_ps(dy + i), g1 = _mm256_loadu_ps(dy + i + 8);
+      if constexpr (K != ActKind::kNone) {
+        g0 = act_grad_vec<K>(_mm256_add_ps(_mm256_mul_ps(x0, va), vb), g0, act);
+        g1 = act_grad_vec<K>(_mm256_add_ps(_mm256_mul_ps(x1, va), vb), g1, act);
+      }
+      a0 = _mm256_add_ps(a0, g0);
+      a1 = _mm256_add_ps(a1, g1);
+      b0 = _mm256_add_ps(b0, _mm256_mul_ps(g0, _mm256_sub_ps(x0, vm)));
+      b1 = _mm256_add_ps(b1, _mm256_mul_ps(g1, _mm256_sub_ps(x1, vm)));
     }
-    a0 = _mm256_add_ps(a0, g0);
-    a1 = _mm256_add_ps(a1, g1);
-    b0 = _mm256_add_ps(b0, _mm256_mul_ps(g0, _mm256_sub_ps(x0, vm)));
-    b1 = _mm256_add_ps(b1, _mm256_mul_ps(g1, _mm256_sub_ps(x1, vm)));
-  }
+  });
   float s = 0, q = 0;
   for (; i < n; ++i) {
     const float dz = impl::dz_at(x, dy, i, a, b, act);
@@ -155,18 +174,19 @@ void f32_bn_grad_apply(const float* x, const float* dy, int64_t n, float mean, f
   }
   const __m256 vm = _mm256_set1_ps(mean), vk = _mm256_set1_ps(k), vmd = _mm256_set1_ps(mean_dz), vc = _mm256_set1_ps(c);
   const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
-  const bool fused = act.kind != ActKind::kNone;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 xv = _mm256_loadu_ps(x + i);
-    __m256 g = _mm256_loadu_ps(dy + i);
-    if (fused) g = act_grad_vec(_mm256_add_ps(_mm256_mul_ps(xv, va), vb), g, act);
-    const __m256 v = _mm256_mul_ps(vk, _mm256_sub_ps(_mm256_sub_ps(g, vmd), _mm256_mul_ps(_mm256_sub_ps(xv, vm), vc)));
-    if (stream) {
-      _mm256_stream_ps(dx + i, v);
-    } else {
-      _mm256_storeu_ps(dx + i, v);
+  with_kind(act, [&]<ActKind K>() {
+    for (; i + 8 <= n; i += 8) {
+      const __m256 xv = _mm256_loadu_ps(x + i);
+      __m256 g = _mm256_loadu_ps(dy + i);
+      if constexpr (K != ActKind::kNone) g = act_grad_vec<K>(_mm256_add_ps(_mm256_mul_ps(xv, va), vb), g, act);
+      const __m256 v = _mm256_mul_ps(vk, _mm256_sub_ps(_mm256_sub_ps(g, vmd), _mm256_mul_ps(_mm256_sub_ps(xv, vm), vc)));
+      if (stream) {
+        _mm256_stream_ps(dx + i, v);
+      } else {
+        _mm256_storeu_ps(dx + i, v);
+      }
     }
-  }
+  });
   if (stream) _mm_sfence();  // the streaming stores are visible before any later load or store
   if (i < n) impl::bn_grad_apply(x + i, dy + i, n - i, mean, a, b, act, k, mean_dz, c, dx + i);
 }
@@ -309,32 +329,57 @@ void f32_maxpool2x2_grad_row(const float* dy, const uint8_t* idx, int64_t ow, fl
   if (j < ow) maxpool2x2_grad_block<true>(dy + j, idx + j, ow - j, d0 + 2 * j, d1 + 2 * j);
 }
 
-void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
-                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw) {
-  const impl::DwGradLayout l = impl::dwconv_wgrad_layout(oh, ow, k, stride);
-  impl::dwconv_wgrad_pad(x, h, w, stride, pad_t, pad_l, l, scratch);
-  // One window row i at a time: k accumulators (k <= 7) of 8 lanes, dy loaded once per block
-  // (masked past ow: those lanes add +0).
-  for (int64_t i = 0; i < k; ++i) {
-    __m256 acc[7];
-    for (int64_t j = 0; j < k; ++j) acc[j] = _mm256_setzero_ps();
+namespace {
+
+// The window rows of one plane for a compile-time window and stride: the k accumulators of a
+// row stay in registers.
+template <int K, int S>
+void dwconv_wgrad_rows(const float* scratch, const impl::DwGradLayout& l, const float* dy, int64_t oh, int64_t ow,
+                       float* acc) {
+  for (int i = 0; i < K; ++i) {
+    __m256 va[K];
+    for (int j = 0; j < K; ++j) va[j] = _mm256_loadu_ps(acc + (i * K + j) * 8);
     for (int64_t oy = 0; oy < oh; ++oy) {
-      const float* row = scratch + (oy * stride + i) * l.row_floats;
+      const float* row = scratch + (oy * S + i) * l.row_floats;
       const float* g = dy + oy * ow;
       for (int64_t ox = 0; ox < ow; ox += 8) {
         const __m256 gv = ow - ox >= 8 ? _mm256_loadu_ps(g + ox) : _mm256_maskload_ps(g + ox, first_lanes(ow - ox));
-        for (int64_t j = 0; j < k; ++j) {
-          const float* src = row + (stride == 1 ? j : (j % 2) * l.half + j / 2) + ox;
-          acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(gv, _mm256_loadu_ps(src)));
+        for (int j = 0; j < K; ++j) {
+          const float* src = row + (S == 1 ? j : (j % 2) * l.half + j / 2) + ox;
+          va[j] = _mm256_add_ps(va[j], _mm256_mul_ps(gv, _mm256_loadu_ps(src)));
         }
       }
     }
-    for (int64_t j = 0; j < k; ++j) {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, acc[j]);
-      float t = 0;
-      for (float v : lanes) t += v;
-      dw[i * k + j] += t;
+    for (int j = 0; j < K; ++j) _mm256_storeu_ps(acc + (i * K + j) * 8, va[j]);
+  }
+}
+
+}  // namespace
+
+void f32_dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow, int64_t k,
+                            int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* acc) {
+  const impl::DwGradLayout l = impl::dwconv_wgrad_layout(oh, ow, k, stride);
+  impl::dwconv_wgrad_pad(x, h, w, stride, pad_t, pad_l, l, scratch);
+  // dy loaded once per 8-column block and window row (masked past ow: those lanes add +0).
+  const int64_t key = k * 10 + stride;
+  switch (key) {
+    case 31: return dwconv_wgrad_rows<3, 1>(scratch, l, dy, oh, ow, acc);
+    case 32: return dwconv_wgrad_rows<3, 2>(scratch, l, dy, oh, ow, acc);
+    case 51: return dwconv_wgrad_rows<5, 1>(scratch, l, dy, oh, ow, acc);
+    case 52: return dwconv_wgrad_rows<5, 2>(scratch, l, dy, oh, ow, acc);
+    case 71: return dwconv_wgrad_rows<7, 1>(scratch, l, dy, oh, ow, acc);
+    case 72: return dwconv_wgrad_rows<7, 2>(scratch, l, dy, oh, ow, acc);
+    default: {
+      // Other windows: the baseline body's sums on the padded plane already built.
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < k; ++j) {
+          float* lanes = acc + (i * k + j) * 8;
+          const int64_t col0 = stride == 1 ? j : (j % 2) * l.half + j / 2;
+          for (int64_t oy = 0; oy < oh; ++oy) {
+            const float* src = scratch + (oy * stride + i) * l.row_floats + col0;
+            for (int64_t ox = 0; ox < ow; ++ox) lanes[ox % 8] += dy[oy * ow + ox] * src[ox];
+          }
+        }
     }
   }
 }

@@ -3,6 +3,7 @@
 // own. Plain loops the compiler vectorises: independent lanes, no data-dependent branches.
 // Sums keep eight explicit lanes, so the two builds add in the same order.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/kernels/activation.h"
@@ -195,31 +196,39 @@ inline void dwconv_wgrad_pad(const float* x, int64_t h, int64_t w, int64_t strid
     const int64_t iy = r - pad_t;
     if (iy < 0 || iy >= h) continue;
     const float* src = x + iy * w;
-    // Padded column c = ix + pad_l; stride 2 puts it at slot c / 2 of half c % 2.
-    for (int64_t ix = 0; ix < w; ++ix) {
-      const int64_t c = ix + pad_l;
-      const int64_t q = stride == 1 ? c : (c % 2) * l.half + c / 2;
-      if (q < l.row_floats && (stride == 1 || c / 2 < l.half)) row[q] = src[ix];
+    if (stride == 1) {
+      // Padded column c = ix + pad_l, as far as the row goes.
+      const int64_t n = std::min(w, l.row_floats - pad_l);
+      for (int64_t ix = 0; ix < n; ++ix) row[ix + pad_l] = src[ix];
+    } else {
+      // Slot p of the even half holds padded column 2p (input column 2p − pad_l), slot p of the
+      // odd half column 2p + 1.
+      for (int64_t half = 0; half < 2; ++half) {
+        float* dst = row + half * l.half;
+        const int64_t first = std::max<int64_t>(0, (pad_l - half + 1) / 2);  // 2p + half − pad_l >= 0
+        for (int64_t p = first; p < l.half; ++p) {
+          const int64_t ix = 2 * p + half - pad_l;
+          if (ix >= w) break;
+          dst[p] = src[ix];
+        }
+      }
     }
   }
 }
 
 inline void dwconv_wgrad_plane(const float* x, int64_t h, int64_t w, const float* dy, int64_t oh, int64_t ow,
-                               int64_t k, int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* dw) {
+                               int64_t k, int64_t stride, int64_t pad_t, int64_t pad_l, float* scratch, float* acc) {
   const DwGradLayout l = dwconv_wgrad_layout(oh, ow, k, stride);
   dwconv_wgrad_pad(x, h, w, stride, pad_t, pad_l, l, scratch);
   for (int64_t i = 0; i < k; ++i) {
     for (int64_t j = 0; j < k; ++j) {
-      float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      float* lanes = acc + (i * k + j) * 8;
       const int64_t col0 = stride == 1 ? j : (j % 2) * l.half + j / 2;
       for (int64_t oy = 0; oy < oh; ++oy) {
         const float* src = scratch + (oy * stride + i) * l.row_floats + col0;
         const float* g = dy + oy * ow;
         for (int64_t ox = 0; ox < ow; ++ox) lanes[ox % 8] += g[ox] * src[ox];
       }
-      float t = 0;
-      for (float v : lanes) t += v;
-      dw[i * k + j] += t;
     }
   }
 }

@@ -195,12 +195,14 @@ void fast_depthwise_backward(const ConvGeom& g, const float* x, const float* wt,
     });
   }
   if (dw || db) {
-    // One task per channel over the whole batch: no reduction across threads.
+    // One task per channel over the whole batch: no reduction across threads; lane sums across
+    // the images, added up once per channel.
     const int64_t scratch = kernels::f32_dwconv_wgrad_scratch_floats(g.oh, g.ow, k, s);
     parallel_for(pool, g.m, [&](int64_t m) {
       float* dwp = dw ? dw + m * k * k : nullptr;
-      if (dwp) std::fill(dwp, dwp + k * k, 0.0f);
-      float* pad = dwp ? kernels::thread_scratch_f32(static_cast<size_t>(scratch), 3) : nullptr;
+      float* pad = dwp ? kernels::thread_scratch_f32(static_cast<size_t>(scratch + k * k * 8), 3) : nullptr;
+      float* acc = dwp ? pad + scratch : nullptr;
+      if (acc) std::fill(acc, acc + k * k * 8, 0.0f);
       double bsum = 0;
       for (int64_t n = 0; n < g.n; ++n) {
         const float* dyp = dy + (n * g.m + m) * g.p();
@@ -208,8 +210,9 @@ void fast_depthwise_backward(const ConvGeom& g, const float* x, const float* wt,
           for (int64_t i = 0; i < g.p(); ++i) bsum += dyp[i];
         if (dwp)
           kernels::f32_dwconv_wgrad_plane(x + (n * g.c + m) * g.h * g.w, g.h, g.w, dyp, g.oh, g.ow, k, s, g.ph, g.pw, pad,
-                                          dwp, isa);
+                                          acc, isa);
       }
+      if (dwp) kernels::f32_dwconv_wgrad_finish(acc, k, dwp);
       if (db) db[m] = static_cast<float>(bsum);
     });
   }
@@ -541,6 +544,19 @@ void conv_forward(ForwardContext& c) {
 void conv_backward_gemm(BackwardContext& c, const ConvGeom& g, const float* xp, const float* wp, const float* dyp,
                         float* dx, float* dw);
 
+// 1×1 stride-1 convolutions without padding: dx of each image and group is Wᵀ·dy, one GEMM
+// straight into dx (col2im would only copy it).
+void pointwise_input_grad(const ConvGeom& g, const float* wp, const float* dyp, float* dx, ThreadPool* pool) {
+  std::vector<kernels::PackedA> packed_wt;  // Wᵀ per group [Cg × Mg], shared by every image
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    packed_wt.emplace_back(g.cg, g.mg, MatrixRef{wp + grp * g.mg * g.cg, 1, g.cg}, kernels::best_isa());
+  for_image_slices(pool, g.n, 1, [&](int64_t n, int64_t) {
+    for (int64_t grp = 0; grp < g.groups; ++grp)
+      kernels::f32_gemm(packed_wt[static_cast<size_t>(grp)], g.p(), MatrixRef{dyp + (n * g.m + grp * g.mg) * g.p(), g.p(), 1},
+                        dx + (n * g.c + grp * g.cg) * g.p(), g.p(), GemmEpilogue{}, nullptr);
+  });
+}
+
 void conv_backward(BackwardContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& wt = c.input(1);
@@ -557,6 +573,9 @@ void conv_backward(BackwardContext& c) {
       std::vector<float> flipped;
       winograd_input_grad(g, *tile, wp, dyp, dx, flipped, c.pool);
       dx = nullptr;  // done: the GEMM loop below computes dW only
+    } else if (im2col_is_identity(g)) {
+      pointwise_input_grad(g, wp, dyp, dx, c.pool);
+      dx = nullptr;
     }
   }
   if (dw) {

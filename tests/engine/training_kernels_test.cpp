@@ -115,7 +115,9 @@ TEST(TrainingKernels, ElementwisePassesMatchDefinitionOnBothIsas) {
         if (act.kind == ActKind::kHardSwish || act.kind == ActKind::kHardSigmoid) {
           // Written here with min/max, which treat NaN differently: compare finite inputs.
           for (size_t i = 0; i < x.size(); ++i)
-            if (!std::isnan(x[i])) EXPECT_EQ(y[i], want[i]) << i;
+            if (!std::isnan(x[i])) {
+              EXPECT_EQ(y[i], want[i]) << i;
+            }
         } else {
           EXPECT_TRUE(same_bits(y, want));
         }
@@ -190,12 +192,18 @@ TEST(TrainingKernels, DepthwiseWeightGradientMatchesDefinitionAndIsasAgree) {
       const Isa isa = isa_i ? Isa::kAvx2 : Isa::kScalar;
       if (!isa_supported(isa)) continue;
       std::vector<float> scratch(static_cast<size_t>(f32_dwconv_wgrad_scratch_floats(oh, ow, pl.k, pl.stride)));
-      got[isa_i].assign(static_cast<size_t>(pl.k * pl.k), 0.5f);  // accumulates onto what is there
-      f32_dwconv_wgrad_plane(x.data(), pl.h, pl.w, dy.data(), oh, ow, pl.k, pl.stride, pl.pad_t, pl.pad_l, scratch.data(),
-                             got[isa_i].data(), isa);
-      for (size_t t = 0; t < want.size(); ++t) EXPECT_NEAR(got[isa_i][t], want[t] + 0.5, 1e-4 * (1 + std::fabs(want[t]))) << t;
+      std::vector<float> acc(static_cast<size_t>(pl.k * pl.k * 8), 0.0f);
+      // Two planes into the same lanes: the second (the same data again) doubles every sum.
+      for (int rep = 0; rep < 2; ++rep)
+        f32_dwconv_wgrad_plane(x.data(), pl.h, pl.w, dy.data(), oh, ow, pl.k, pl.stride, pl.pad_t, pl.pad_l,
+                               scratch.data(), acc.data(), isa);
+      got[isa_i].assign(static_cast<size_t>(pl.k * pl.k), 0.0f);
+      f32_dwconv_wgrad_finish(acc.data(), pl.k, got[isa_i].data());
+      for (size_t t = 0; t < want.size(); ++t) EXPECT_NEAR(got[isa_i][t], 2 * want[t], 1e-4 * (1 + std::fabs(want[t]))) << t;
     }
-    if (!got[1].empty()) EXPECT_TRUE(same_bits(got[0], got[1])) << "k " << pl.k << " stride " << pl.stride;
+    if (!got[1].empty()) {
+      EXPECT_TRUE(same_bits(got[0], got[1])) << "k " << pl.k << " stride " << pl.stride;
+    }
   }
 }
 
