@@ -29,14 +29,20 @@ std::atomic<int64_t> g_buffer_allocations{0};
 
 int64_t Buffer::allocation_count() { return g_buffer_allocations.load(std::memory_order_relaxed); }
 
-std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+std::shared_ptr<Buffer> Buffer::allocate_uninitialized(size_t bytes) {
   g_buffer_allocations.fetch_add(1, std::memory_order_relaxed);
   // Round up so aligned_alloc's size requirement holds and SIMD tails may over-read safely.
   const size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   void* p = std::aligned_alloc(kTensorAlignment, rounded == 0 ? kTensorAlignment : rounded);
   if (!p) throw Error("out of memory allocating a tensor of " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, rounded == 0 ? kTensorAlignment : rounded);
   return std::shared_ptr<Buffer>(new Buffer(p, bytes, nullptr));
+}
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  std::shared_ptr<Buffer> b = allocate_uninitialized(bytes);
+  const size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  std::memset(b->data(), 0, rounded == 0 ? kTensorAlignment : rounded);
+  return b;
 }
 
 std::shared_ptr<Buffer> Buffer::wrap(void* data, size_t bytes, std::shared_ptr<void> owner) {
@@ -48,20 +54,35 @@ Buffer::~Buffer() {
   if (!owner_) std::free(data_);
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  XNN_CHECK(dtype_size(dtype_) > 0, "tensor with unknown dtype");
-  // Reject negative dims and sizes whose byte count overflows before multiplying it out.
+namespace {
+
+// Rejects unknown dtypes, negative dims and sizes whose byte count overflows (before multiplying
+// it out).
+void check_allocatable(DType dtype, const Shape& shape) {
+  XNN_CHECK(dtype_size(dtype) > 0, "tensor with unknown dtype");
   constexpr int64_t kMaxBytes = int64_t{1} << 40;
   int64_t elements = 1;
-  for (int64_t d : shape_) {
-    if (d < 0) throw Error("tensor shape " + shape_str(shape_) + " has a negative dimension");
-    if (d != 0 && elements > kMaxBytes / d) throw Error("tensor shape " + shape_str(shape_) + " is too large");
+  for (int64_t d : shape) {
+    if (d < 0) throw Error("tensor shape " + shape_str(shape) + " has a negative dimension");
+    if (d != 0 && elements > kMaxBytes / d) throw Error("tensor shape " + shape_str(shape) + " is too large");
     elements *= d;
   }
-  if (elements > kMaxBytes / static_cast<int64_t>(dtype_size(dtype_))) {
-    throw Error("tensor shape " + shape_str(shape_) + " is too large");
+  if (elements > kMaxBytes / static_cast<int64_t>(dtype_size(dtype))) {
+    throw Error("tensor shape " + shape_str(shape) + " is too large");
   }
+}
+
+}  // namespace
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  check_allocatable(dtype_, shape_);
   buffer_ = Buffer::allocate(nbytes());
+}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  check_allocatable(dtype, shape);
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  return Tensor(dtype, std::move(shape), Buffer::allocate_uninitialized(bytes));
 }
 
 Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t byte_offset)

@@ -23,6 +23,10 @@ class Buffer {
  public:
   // Zero-initialised, 64-byte aligned storage of `bytes` bytes.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
+  // The same without the zeroing, for storage the caller overwrites before reading it (a
+  // training plan's activations and gradients, re-planned at every supernet path: zeroing them
+  // cost a fifth of a step).
+  static std::shared_ptr<Buffer> allocate_uninitialized(size_t bytes);
   // Wraps foreign memory; `owner` keeps it alive (e.g. an mmap of a model file).
   static std::shared_ptr<Buffer> wrap(void* data, size_t bytes, std::shared_ptr<void> owner);
 
@@ -49,6 +53,8 @@ class Tensor {
   Tensor() = default;
   // Allocates zero-filled storage.
   Tensor(DType dtype, Shape shape);
+  // Allocates storage with unspecified contents (Buffer::allocate_uninitialized).
+  static Tensor uninitialized(DType dtype, Shape shape);
   // A view on existing storage (no copy). Checks that the view fits in the buffer.
   Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t byte_offset = 0);
 

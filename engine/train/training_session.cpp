@@ -372,14 +372,16 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
       // instead); they still "need a gradient" so that the values after them do too.
       const bool materialise = !unmaterialised_[static_cast<size_t>(v)];
       info[static_cast<size_t>(v)] = TensorInfo{outs[o].dtype, outs[o].shape, nullptr};
-      if (materialise) plan->act[static_cast<size_t>(v)] = Tensor(outs[o].dtype, outs[o].shape);
+      // Uninitialised: every kernel writes all of its outputs, every backward kernel all of its
+      // input gradients (zeroing them cost a fifth of a step when a supernet re-plans each path).
+      if (materialise) plan->act[static_cast<size_t>(v)] = Tensor::uninitialized(outs[o].dtype, outs[o].shape);
       if (any_input_needs && outs[o].dtype == DType::kF32) {
         if (!gop) {
           no_backward.push_back(n.describe());
           break;
         }
         plan->needs_grad[static_cast<size_t>(v)] = 1;
-        if (materialise) plan->grad[static_cast<size_t>(v)] = Tensor(DType::kF32, outs[o].shape);
+        if (materialise) plan->grad[static_cast<size_t>(v)] = Tensor::uninitialized(DType::kF32, outs[o].shape);
       }
     }
     if (stats_consumer_[ni] >= 0) {
@@ -410,7 +412,7 @@ TrainingSession::Plan& TrainingSession::plan_for(const Shape& input_shape) {
         if (i >= static_cast<int>(n.inputs.size())) continue;
         const int v = n.inputs[static_cast<size_t>(i)];
         if (v >= 0 && plan->needs_grad[static_cast<size_t>(v)])
-          plan->temp[ni][static_cast<size_t>(i)] = Tensor(DType::kF32, info[static_cast<size_t>(v)].shape);
+          plan->temp[ni][static_cast<size_t>(i)] = Tensor::uninitialized(DType::kF32, info[static_cast<size_t>(v)].shape);
       }
     }
   }
