@@ -1,21 +1,23 @@
-// Conv (2-D, groups, stride, padding, dilation) in training: forward and backward on the fast
-// GEMM (engine/kernels/gemm.h). Per image and group, with col = im2col(x) [K = Cg·kh·kw, P = OH·OW]
-// (several images' columns side by side when feature maps are small):
-//   forward      y  = W·col + b
-//   weight grad  dW += dy·colᵀ                     (a GEMM with K = P, accumulated over images)
-//   input grad   dx  = col2im(Wᵀ·dy)
-//   bias grad    db  = Σ dy
-// Images are split into one contiguous chunk per thread; each chunk accumulates its own partial
-// dW, summed at the end, so results do not depend on scheduling. Depthwise convolutions (one
-// input channel per group) run direct loops instead: a GEMM with one row wastes the micro-kernel.
-//
-// 3×3 stride-1 convolutions (groups 1, no dilation) run their forward pass, their input
-// gradient and their weight gradient (f32_conv3x3s1_winograd_wgrad: dW = Gᵀ[(A dY Aᵀ) ⊙ (Bᵀ d B)]G
-// summed over tiles) on Winograd transforms where choose_winograd_tile says they pay:
-// the input gradient of a stride-1 convolution is itself a stride-1 convolution of dy with the
-// weights flipped in space and transposed in channels (W'[c][m][i][j] = W[m][c][2−i][2−j]),
-// padded by 2 − pad, so it needs no col2im. The weights change every step; their transform
-// (U = G g Gᵀ) is O(M·C) against the O(N·M·C·H·W) convolution and is redone per step.
+// Conv (2-D, groups, stride, padding, dilation) in training. Each pass takes the fastest path that
+// applies; all of them are held to a double-precision definition (train_conv_paths_test.cpp):
+//   forward      3×3 stride-1, groups 1: Winograd (the inference kernels, several images' tiles per
+//                call, where choose_winograd_tile says it pays); depthwise with multiplier 1,
+//                3/5/7, stride 1/2: the inference depthwise kernels; else im2col + the packed GEMM
+//                (into y directly when a feature map is wide; a 1×1 reads x as it is).
+//   input grad   3×3 stride-1: Winograd on dy with the weights flipped in space and transposed in
+//                channels (W'[c][m][i][j] = W[m][c][2−i][2−j]), padded by 2 − pad: the input
+//                gradient of a stride-1 convolution is itself one; depthwise: a stride-1 depthwise
+//                convolution of dy (spread onto a zero plane for stride 2) with rotated windows;
+//                1×1 stride-1: Wᵀ·dy, one GEMM per image into dx; else col2im(Wᵀ·dy).
+//   weight grad  3×3 stride-1: Winograd (kernels::f32_conv3x3s1_winograd_wgrad); depthwise: per
+//                channel over the batch (kernels::f32_dwconv_wgrad_plane); groups 1: a GEMM over
+//                panels copied from a channels-last input (f32_gemm_panels); else dy·colᵀ.
+//   bias grad    Σ dy per channel.
+// Images are split into one contiguous chunk per thread; partial weight gradients are summed in
+// chunk order, so results do not depend on scheduling, only (through that order) on the thread
+// count. The weights change every step, so their packing and transforms are redone per step:
+// O(M·C) against the O(N·M·C·H·W) convolution. With ForwardContext::output_stats the forward also
+// hands its consumer (a BatchNorm) per-plane sums while each plane is in cache.
 #include <algorithm>
 #include <cstring>
 #include <optional>
