@@ -171,6 +171,15 @@ std::string front_text(const std::vector<CandidateResult>& front) {
   return s.empty() ? "(none yet)" : s;
 }
 
+std::shared_ptr<Model> baseline_model(const NasConfig& config, const BaselineSpec& b, std::string* encoding) {
+  if (b.builder) return train::build_model(*b.builder, config.seed);
+  if (b.arch) {
+    if (encoding) *encoding = b.arch->to_string();
+    return arch::build_arch_model(config.space, *b.arch, config.seed, 0);
+  }
+  return load_model(b.model_file);
+}
+
 std::vector<CandidateResult> train_baselines(const NasConfig& config, const LatencyFn& latency,
                                              const train::ProgressFn& progress) {
   const auto log = [&](const std::string& line) {
@@ -179,14 +188,8 @@ std::vector<CandidateResult> train_baselines(const NasConfig& config, const Late
   // The same recipe (without the searched hyper-parameters), same measurement.
   std::vector<CandidateResult> out;
   for (const BaselineSpec& b : config.baselines) {
-    std::shared_ptr<Model> model;
     std::string encoding;
-    if (b.builder) model = train::build_model(*b.builder, config.seed);
-    if (b.arch) {
-      model = arch::build_arch_model(config.space, *b.arch, config.seed, 0);
-      encoding = b.arch->to_string();
-    }
-    if (!b.model_file.empty()) model = load_model(b.model_file);
+    std::shared_ptr<Model> model = baseline_model(config, b, &encoding);
     train::TrainConfig r = config.recipe;
     r.name = config.name + "_" + b.name;
     r.resume = true;  // a resumed search re-uses a baseline trained to the end

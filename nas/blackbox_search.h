@@ -68,6 +68,9 @@ std::vector<CandidateResult> pareto_results(const NasConfig& config, const std::
 int count_finished_trials(Study& study, SearchResult& result);
 // "trial_3 91.20%@0.412ms; trial_7 ..." (progress lines), or "(none yet)".
 std::string front_text(const std::vector<CandidateResult>& front);
+// A baseline's untrained model (builder spec, architecture of the space or model file; seeded
+// by config.seed) and, for an architecture, its encoding in `*encoding`.
+std::shared_ptr<Model> baseline_model(const NasConfig& config, const BaselineSpec& baseline, std::string* encoding);
 // Trains and measures the config's baselines with the recipe into <output_dir>/baselines/<name>/
 // (a resumed search re-uses a baseline trained to the end), in config order.
 std::vector<CandidateResult> train_baselines(const NasConfig& config, const LatencyFn& latency,

@@ -43,8 +43,10 @@ bool f32_dwconv_supported(int64_t kernel, int64_t stride, int64_t dilation);
 void f32_dwconv(const DepthwiseParams& p, const float* input, const float* weights, const float* bias,
                 const float* residual, const Activation& act, float* output, ThreadPool* pool, Isa isa);
 
-// "f32_dwconv3x3s1__avx2", "f32_dwconv5x5s2__scalar", ...
+// "f32_dwconv3x3s1__avx2", "f32_dwconv5x5s2__scalar", ...; with the parameters, the
+// channels-in-lanes variant of small planes is named "f32_dwconv7x7s1c8__avx2".
 std::string dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa);
+std::string dwconv_kernel_name(const DepthwiseParams& p, Isa isa);
 
 // Consecutive output rows of one channel, read from the padded buffer.
 struct DwRows {
@@ -74,5 +76,36 @@ struct DwPadRow {
 // stored row_floats apart from dst.
 void f32_dwconv_pad_rows__avx2(const DwPadRow& r, const float* plane, int64_t in_h, int64_t ih, int64_t count,
                                float* dst);
+
+// Small planes (output rows of at most 4 columns, or 8 with 5×5 and 7×7 kernels:
+// dwconv_channels_in_lanes) waste most lanes of a row kernel and most taps on padding, so on
+// AVX2 they run with 8 channels in the lanes instead: a block's input transposed to a
+// zero-padded HWC8 buffer (in_h8 × in_w8 pixels × 8), its weights to [k·k][8] and its bias to 8
+// floats; each output pixel is a chain of 8-wide FMAs over the kernel rows that meet the image;
+// the result, with the residual already transposed into out8 (has_residual) and the activation
+// applied, is transposed back. The scalar path keeps the row kernels.
+struct DwChannelBlock {
+  int64_t kernel = 3, stride = 1, pad_t = 0;
+  int64_t in_h = 0;             // the image's rows (taps below it are skipped)
+  int64_t in_w8 = 0;            // pixels per padded row of in8 (column 0 = padded column 0)
+  int64_t out_h = 0, out_w = 0;
+  const float* in8 = nullptr;   // [rows][in_w8][8], padded row 0 = input row -pad_t
+  const float* w8 = nullptr;    // [k * k][8]
+  const float* bias8 = nullptr; // [8]
+  bool has_residual = false;    // out8 holds the residual on entry
+  float* out8 = nullptr;        // [out_h][out_w][8]
+};
+bool dwconv_channels_in_lanes(const DepthwiseParams& p, Isa isa);
+void f32_dwconv_c8_block__avx2(const DwChannelBlock& b, const Activation& act);
+
+// The pieces f32_dwconv is built from, for drivers that reuse them (the direct convolution of
+// few input channels, direct_conv.h): the padded-row layout for p's geometry, the padded rows
+// and the row kernels on either ISA (scalar: same buffer, same summation order), and how many
+// output rows one row-kernel call should take (about 1K outputs, multiple of 4).
+DwPadRow dwconv_pad_row(const DepthwiseParams& p);
+void f32_dwconv_pad_rows(const DwPadRow& r, const float* plane, int64_t in_h, int64_t ih, int64_t count, float* dst,
+                         Isa isa);
+void f32_dwconv_rows(const DwRows& r, const Activation& act, Isa isa);
+int64_t dwconv_chunk_rows(int64_t out_w);
 
 }  // namespace xnn::kernels

@@ -1,6 +1,7 @@
 // AVX2+FMA depthwise row kernels (declared in depthwise.h; the driver is depthwise.cpp).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/kernels/depthwise.h"
@@ -149,7 +150,54 @@ inline __m256 load_cols(const float* src, int64_t in_w, int64_t c) {
   return _mm256_maskload_ps(reinterpret_cast<const float*>(addr), inside);
 }
 
+// G consecutive output pixels (ox .. ox + G - 1) of output row oy of a channel block: taps of
+// the rows [kh0, kh1) that fall inside the image (the others would only add padding zeros),
+// all kernel columns, from the zero-padded HWC8 buffer. G independent accumulators hide the
+// FMA latency that one pixel's chain of taps would expose.
+template <int G>
+inline __attribute__((always_inline)) void c8_pixels(const DwChannelBlock& b, const Epilogue& ep, int64_t oy,
+                                                     int64_t ox, int64_t kh0, int64_t kh1) {
+  const int64_t k = b.kernel, s = b.stride;
+  __m256 acc[G];
+  const __m256 bias = _mm256_loadu_ps(b.bias8);
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    acc[g] = b.has_residual ? _mm256_add_ps(bias, _mm256_loadu_ps(b.out8 + ((oy * b.out_w) + ox + g) * 8)) : bias;
+  }
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    const float* row = b.in8 + ((oy * s + kh) * b.in_w8 + ox * s) * 8;
+    const float* w = b.w8 + kh * k * 8;
+    for (int64_t kw = 0; kw < k; ++kw) {
+      const __m256 wv = _mm256_loadu_ps(w + kw * 8);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[g] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(row + (g * s + kw) * 8), acc[g]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) _mm256_storeu_ps(b.out8 + ((oy * b.out_w) + ox + g) * 8, ep.apply(acc[g]));
+}
+
 }  // namespace
+
+void f32_dwconv_c8_block__avx2(const DwChannelBlock& b, const Activation& act) {
+  Epilogue ep{act.kind, _mm256_set1_ps(act.alpha), _mm256_set1_ps(act.beta)};
+  if (!ep.inline_act()) ep.kind = ActKind::kNone;
+  for (int64_t oy = 0; oy < b.out_h; ++oy) {
+    const int64_t top = oy * b.stride - b.pad_t;  // input row of kernel row 0
+    const int64_t kh0 = std::max<int64_t>(0, -top), kh1 = std::min<int64_t>(b.kernel, b.in_h - top);
+    int64_t ox = 0;
+    for (; ox + 4 <= b.out_w; ox += 4) c8_pixels<4>(b, ep, oy, ox, kh0, kh1);
+    switch (b.out_w - ox) {
+      case 1: c8_pixels<1>(b, ep, oy, ox, kh0, kh1); break;
+      case 2: c8_pixels<2>(b, ep, oy, ox, kh0, kh1); break;
+      case 3: c8_pixels<3>(b, ep, oy, ox, kh0, kh1); break;
+      default: break;
+    }
+  }
+  if (act.kind == ActKind::kSigmoid || act.kind == ActKind::kSilu) {
+    f32_vact__avx2(b.out_h * b.out_w * 8, b.out8, b.out8, act);
+  }
+}
 
 void f32_dwconv_pad_rows__avx2(const DwPadRow& r, const float* plane, int64_t in_h, int64_t ih, int64_t count,
                                float* dst) {

@@ -16,7 +16,8 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
     throw Error(config.file + ": 'hyperparameters' are not searched with method oneshot (the supernet has one recipe)");
   }
   const config::YamlSection s(config.method_options, "oneshot", config.file,
-                              {"width", "epochs", "steps_per_path", "validation_size", "bn_batches", "retrain"});
+                              {"width", "epochs", "steps_per_path", "validation_size", "bn_batches", "retrain",
+                               "retrain_at_baselines"});
   OneshotOptions o;
   o.width = *std::max_element(config.space.width_multipliers.begin(), config.space.width_multipliers.end());
   o.epochs = config.recipe.epochs;
@@ -35,6 +36,10 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   if (o.bn_batches < 1) s.fail("bn_batches", "must be >= 1");
   s.read("retrain", o.retrain, "an integer >= 1");
   if (o.retrain < 1) s.fail("retrain", "must be >= 1");
+  s.read("retrain_at_baselines", o.retrain_at_baselines, "true or false");
+  if (o.retrain_at_baselines && config.baselines.empty()) {
+    s.fail("retrain_at_baselines", "needs 'baselines' in the config");
+  }
   return o;
 }
 

@@ -18,6 +18,11 @@ struct OneshotOptions {
   int64_t validation_size = 5000;  // training images held out to score subnets (never trained on)
   int bn_batches = 8;           // training batches that re-calibrate a subnet's BatchNorm statistics
   int retrain = 2;              // front candidates (best inherited top-1 first) retrained from scratch
+  // Also retrain, per baseline, the front subnet with the best inherited top-1 among those no
+  // slower than the baseline (its untrained model measured with the search's latency source):
+  // the subnet specialised to each baseline's latency, so "does the search dominate it" is
+  // answered by a trained model rather than by whichever winners the accuracy ranking picked.
+  bool retrain_at_baselines = false;
 };
 
 // Reads config.method_options (strict keys; errors name FILE:LINE:COL and the key) and checks

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "engine/core/error.h"
 #include "engine/format/xnn_format.h"
@@ -56,6 +57,32 @@ int generation_size(const NasConfig& config) {
   const YAML::Node& o = config.strategy_options;
   if (o && o.IsMap() && o["population_size"]) return std::max(1, o["population_size"].as<int>());
   return 10;
+}
+
+// A baseline's latency budget for retrain_at_baselines: its untrained model measured with the
+// search's latency source (weights do not change the work), once; the figure is kept in
+// <output>/baselines/<name>/untrained_latency_ms so a resumed search picks the same subnets.
+double baseline_latency_ms(const NasConfig& config, const BaselineSpec& b, const LatencyFn& latency) {
+  const fs::path dir = fs::path(config.output_dir) / "baselines" / b.name;
+  const fs::path record = dir / "untrained_latency_ms";
+  if (fs::exists(record)) {
+    std::ifstream in(record);
+    double ms = 0;
+    if (in >> ms && ms > 0) return ms;
+  }
+  fs::create_directories(dir);
+  const std::string probe = (dir / "untrained.xnn").string();
+  save_xnn(*baseline_model(config, b, nullptr), probe);
+  const double ms = latency(probe);
+  fs::remove(probe);
+  const std::string tmp = record.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << fmt("%.17g", ms) << "\n";
+    if (!out) throw Error("oneshot: cannot write " + tmp);
+  }
+  fs::rename(tmp, record);
+  return ms;
 }
 
 }  // namespace
@@ -160,9 +187,26 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
   // 3. Retrain the best of the front from scratch: their test accuracy is the true one.
   const auto t_retrain = Clock::now();
   std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.top1 > b.top1; });
-  if (static_cast<int>(candidates.size()) > options.retrain) candidates.resize(static_cast<size_t>(options.retrain));
+  std::vector<CandidateResult> chosen(candidates.begin(),
+                                      candidates.begin() + std::min<ptrdiff_t>(options.retrain, candidates.size()));
+  if (options.retrain_at_baselines) {
+    for (const BaselineSpec& b : config.baselines) {
+      const double budget = baseline_latency_ms(config, b, latency);
+      // candidates are sorted by inherited top-1: the first one within the budget is the best.
+      const auto it = std::find_if(candidates.begin(), candidates.end(),
+                                   [&](const CandidateResult& c) { return c.latency_ms <= budget; });
+      if (it == candidates.end()) {
+        log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): no subnet of the front within it");
+        continue;
+      }
+      log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): its best subnet within it is " +
+          it->name + " (" + fmt("%.3f ms", it->latency_ms) + ", inherited " + fmt("%.2f%%", 100 * it->top1) + ")");
+      const bool known = std::any_of(chosen.begin(), chosen.end(), [&](const auto& c) { return c.name == it->name; });
+      if (!known) chosen.push_back(*it);
+    }
+  }
   std::vector<CandidateResult> retrained;
-  for (const CandidateResult& cand : candidates) {
+  for (const CandidateResult& cand : chosen) {
     const arch::Arch a = arch::parse_arch(cand.arch);
     train::TrainConfig r = recipe;
     r.name = config.name + "_" + cand.name;

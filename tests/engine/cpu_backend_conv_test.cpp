@@ -146,8 +146,40 @@ TEST(CpuBackendConv, AlgorithmRule) {
   const auto [err, name] = name_of(conv_case(rng, 1, 64, 64, 28, 28, 3, 1, 1, 1, 1, true, true, "Relu"));
   EXPECT_NE(name.find("winograd"), std::string::npos) << name;
   EXPECT_LE(err, 1e-4);
+  // few input channels (first layers on grey or RGB images) -> direct, any stride, 3/5/7
+  EXPECT_NE(name_of(conv_case(rng, 1, 1, 24, 28, 28, 3, 1, 1, 1, 1, true, false, "Relu")).second.find("direct"), std::string::npos);
+  EXPECT_NE(name_of(conv_case(rng, 1, 3, 32, 33, 33, 3, 2, 1, 1, 1, true, false, "")).second.find("direct"), std::string::npos);
+  EXPECT_NE(name_of(conv_case(rng, 1, 1, 6, 28, 28, 5, 1, 2, 1, 1, true, false, "Relu")).second.find("direct"), std::string::npos);
+  EXPECT_NE(name_of(conv_case(rng, 1, 6, 16, 14, 14, 5, 1, 2, 1, 1, true, false, "Relu")).second.find("im2col"), std::string::npos);
   // strided 3x3 -> im2col
   EXPECT_NE(name_of(conv_case(rng, 1, 16, 32, 15, 15, 3, 2, 1, 1, 1, false, false, "")).second.find("im2col"), std::string::npos);
+}
+
+// The direct kernel over its whole domain (C_in 1-4 by the rule, beyond it as --tune may pick
+// it): every kernel size and stride, paddings up to past the kernel, planes narrower than the
+// kernel, residual and activations; the accumulation over input channels must keep the bias,
+// residual and activation applied exactly once.
+TEST(CpuBackendConv, DirectFewInputChannelsMatchReference) {
+  std::mt19937 rng(77);
+  const char* acts[] = {"", "Relu", "HardSwish", "Silu"};
+  int direct_cases = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t k = 3 + 2 * static_cast<int64_t>(rng() % 3), stride = 1 + rng() % 2, pad = rng() % (k / 2 + 2);
+    const int64_t cin = 1 + rng() % 4, cout = 1 + rng() % 20;
+    const int64_t h = std::max<int64_t>(1, k - 2 * pad) + rng() % 30, w = std::max<int64_t>(1, k - 2 * pad) + rng() % 30;
+    const bool residual = rng() % 3 == 0;
+    const Case c = conv_case(rng, 1 + rng() % 2, cin, cout, h, w, k, stride, pad, 1, 1, rng() % 2, residual,
+                             acts[rng() % 4]);
+    for (Isa isa : isas()) {
+      for (int threads : {1, 2}) {
+        const auto [err, name] = compare(c, isa, threads);
+        direct_cases += name.find("direct") != std::string::npos;
+        EXPECT_LE(err, 2e-5) << "trial " << trial << " kernel " << name << " k" << k << " s" << stride << " p" << pad
+                             << " cin" << cin << " cout" << cout << " " << h << "x" << w << " threads " << threads;
+      }
+    }
+  }
+  EXPECT_EQ(direct_cases, 60 * 2 * static_cast<int>(isas().size()));
 }
 
 TEST(CpuBackendConv, ResNetShapesWithinErrorBudget) {

@@ -123,7 +123,7 @@ void check_case(const Case& t, Isa isa, int threads, bool with_bias, bool with_r
   for (size_t i = 0; i < n; ++i) {
     const double tol = 1.5 * (p.kernel * p.kernel + 2) * eps * mag[i] + 4 * eps * std::fabs(want[i]) + 1e-30;
     ASSERT_NEAR(out[i], want[i], tol)
-        << dwconv_kernel_name(p.kernel, p.stride, isa) << " c" << t.c << " " << t.h << "x" << t.w << " pads " << t.pt
+        << dwconv_kernel_name(p, isa) << " c" << t.c << " " << t.h << "x" << t.w << " pads " << t.pt
         << "," << t.pl << "," << t.pb << "," << t.pr << " threads " << threads << " act "
         << act_kind_name(act.kind) << " at " << i << " (c " << i / static_cast<size_t>(p.out_h * p.out_w) << ")";
   }
@@ -191,6 +191,33 @@ TEST_P(DepthwiseIsa, ModelShapes) {
   }
 }
 
+TEST_P(DepthwiseIsa, SmallPlanes) {
+  // The late layers of small-image networks (4x4 to 8x8 outputs): on AVX2 these run with 8
+  // channels in the lanes (dwconv_channels_in_lanes); channel counts that leave a partial block,
+  // paddings up to past the kernel (taps skipped at the top and bottom, zeros at the sides),
+  // residual in place and not.
+  std::mt19937 rng(4321);
+  const Activation acts[] = {Activation{}, Activation::relu(), Activation::clip(0, 6), Activation{ActKind::kHardSwish},
+                             Activation{ActKind::kSilu}, Activation{ActKind::kSigmoid}};
+  int lanes_cases = 0;
+  for (int iter = 0; iter < 120; ++iter) {
+    Case t;
+    t.k = 3 + 2 * static_cast<int64_t>(rng() % 3);
+    t.s = rng() % 2 ? 1 : 2;
+    t.c = 1 + rng() % 21;
+    t.pt = rng() % (t.k + 1), t.pl = rng() % (t.k + 1), t.pb = rng() % (t.k + 1), t.pr = rng() % (t.k + 1);
+    const int64_t oh = 1 + rng() % 8, ow = 1 + rng() % 8;
+    t.h = std::max<int64_t>(1, (oh - 1) * t.s + t.k - t.pt - t.pb);
+    t.w = std::max<int64_t>(1, (ow - 1) * t.s + t.k - t.pl - t.pr);
+    if (params(t).out_h <= 0 || params(t).out_w <= 0) continue;
+    lanes_cases += dwconv_channels_in_lanes(params(t), GetParam());
+    const bool residual = rng() % 2, in_place = rng() % 2;
+    check_case(t, GetParam(), 1 + iter % 2, rng() % 2, residual, in_place, acts[iter % 6], 500 + iter);
+    if (HasFatalFailure()) return;
+  }
+  if (GetParam() == Isa::kAvx2) EXPECT_GT(lanes_cases, 40);
+}
+
 INSTANTIATE_TEST_SUITE_P(Depthwise, DepthwiseIsa, ::testing::Values(Isa::kScalar, Isa::kAvx2),
                          [](const ::testing::TestParamInfo<Isa>& i) { return std::string(isa_name(i.param)); });
 
@@ -204,6 +231,11 @@ TEST(DepthwiseKernel, SupportAndNames) {
   EXPECT_EQ(dwconv_kernel_name(3, 1, Isa::kScalar), "f32_dwconv3x3s1__scalar");
   if (isa_supported(Isa::kAvx2)) {
     EXPECT_EQ(dwconv_kernel_name(5, 2, Isa::kAvx2), "f32_dwconv5x5s2__avx2");
+    DepthwiseParams small{72, 4, 4, 4, 4, 7, 1, 3, 3};
+    EXPECT_EQ(dwconv_kernel_name(small, Isa::kAvx2), "f32_dwconv7x7s1c8__avx2");
+    EXPECT_EQ(dwconv_kernel_name(small, Isa::kScalar), "f32_dwconv7x7s1__scalar");
+    DepthwiseParams wide{72, 14, 14, 14, 14, 3, 1, 1, 1};
+    EXPECT_EQ(dwconv_kernel_name(wide, Isa::kAvx2), "f32_dwconv3x3s1__avx2");
   }
 }
 

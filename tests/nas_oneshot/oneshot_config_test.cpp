@@ -41,6 +41,7 @@ TEST(OneshotConfig, DefaultsComeFromTheSpaceAndRecipe) {
   EXPECT_EQ(o.validation_size, 5000);
   EXPECT_EQ(o.bn_batches, 8);
   EXPECT_EQ(o.retrain, 2);
+  EXPECT_FALSE(o.retrain_at_baselines);
 }
 
 TEST(OneshotConfig, ReadsEveryKey) {
@@ -52,6 +53,9 @@ TEST(OneshotConfig, ReadsEveryKey) {
   EXPECT_EQ(o.validation_size, 100);
   EXPECT_EQ(o.bn_batches, 3);
   EXPECT_EQ(o.retrain, 1);
+  const OneshotOptions b = parse_oneshot_options(
+      config_with("oneshot: {retrain_at_baselines: true}\n", "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
+  EXPECT_TRUE(b.retrain_at_baselines);
 }
 
 TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
@@ -66,6 +70,8 @@ TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
   EXPECT_NE(e.find(kFile + ":5:"), std::string::npos) << e;
   EXPECT_NE(e.find("retrian"), std::string::npos) << e;
   EXPECT_NE(e.find("retrain"), std::string::npos) << e;  // the allowed keys / the likely typo
+  e = error_of("oneshot:\n  retrain_at_baselines: true\n");  // no baselines to measure
+  EXPECT_NE(e.find(kFile + ":5:25: 'oneshot.retrain_at_baselines' needs 'baselines'"), std::string::npos) << e;
   e = error_of("oneshot: {bn_batches: -1}\n");
   EXPECT_NE(e.find(kFile + ":4:23: 'oneshot.bn_batches' must be >= 1"), std::string::npos) << e;
 }

@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "nas/oneshot/oneshot_search.h"
 #include "nas/study/study.h"
+#include "nas/study/study_store.h"
 
 namespace fs = std::filesystem;
 using namespace xnn;
@@ -67,5 +70,71 @@ TEST(OneshotSearch, ReturnsAFrontOfExportedRetrainedModelsAndResumes) {
   ASSERT_EQ(second.front.size(), first.front.size());
   EXPECT_EQ(second.front[0].arch, first.front[0].arch);
   EXPECT_DOUBLE_EQ(second.front[0].top1, first.front[0].top1);  // the retrained model re-used
+  fs::remove_all(dir);
+}
+
+// retrain_at_baselines: the baseline's untrained model is measured once (the figure kept for a
+// resumed search), and the best inherited-accuracy subnet within that latency is retrained
+// beside the accuracy winner; with a budget no subnet meets, none is added.
+TEST(OneshotSearch, RetrainsTheBestSubnetWithinEachBaselinesLatency) {
+  const fs::path dir = fs::temp_directory_path() / ("oneshot_baselines_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const NasConfig config = load_nas_config(std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
+                                           {"output.dir=" + (dir / "out").string(), "oneshot.retrain_at_baselines=true"});
+  // Stand-in latency: the model file's size (the baseline's 3 stages against the subnets' 3-6 blocks).
+  const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
+  std::vector<std::string> lines;
+  const train::ProgressFn log = [&](const std::string& l) { lines.push_back(l); };
+  const auto line_with = [&](const std::string& text) -> std::string {
+    for (const std::string& l : lines) {
+      if (l.find(text) != std::string::npos) return l;
+    }
+    return "";
+  };
+  {
+    Store store((dir / "nas.db").string());
+    run_oneshot_search(config, store, latency, log);
+  }
+  const fs::path record = dir / "out" / "baselines" / "tiny_mobilenet" / "untrained_latency_ms";
+  ASSERT_TRUE(fs::is_regular_file(record));
+  EXPECT_FALSE(fs::exists(record.parent_path() / "untrained.xnn"));  // the probe is removed
+  double budget = 0;
+  std::ifstream(record) >> budget;
+  EXPECT_GT(budget, 0.0);
+
+  // Which subnets the search scored, with their stand-in latency and inherited accuracy.
+  Store store((dir / "nas.db").string());
+  StudyStore studies(store);
+  const std::optional<StudyRecord> subnets = studies.find_study("fmnist_oneshot_ci.subnets");
+  ASSERT_TRUE(subnets.has_value());
+  std::map<std::string, std::pair<double, double>> scored;  // name -> (top1, latency)
+  double best_top1 = -1;
+  for (const TrialRecord& r : studies.trials(subnets->id)) {
+    if (r.state != TrialState::kComplete) continue;
+    const double ms = std::stod(r.user_attrs.at("latency_ms"));
+    scored["subnet_" + std::to_string(r.number)] = {r.values.at(0), ms};
+    if (ms <= budget) best_top1 = std::max(best_top1, r.values.at(0));
+  }
+  const std::string pick = line_with("baseline tiny_mobilenet (");
+  ASSERT_FALSE(pick.empty());
+  if (best_top1 < 0) {
+    EXPECT_NE(pick.find("no subnet of the front within it"), std::string::npos) << pick;
+  } else {
+    const std::string key = "its best subnet within it is ";
+    const size_t at = pick.find(key);
+    ASSERT_NE(at, std::string::npos) << pick;
+    const std::string name = pick.substr(at + key.size(), pick.find(' ', at + key.size()) - at - key.size());
+    ASSERT_TRUE(scored.count(name)) << pick;
+    EXPECT_EQ(scored[name].first, best_top1) << pick;  // ties in accuracy may pick either
+    EXPECT_LE(scored[name].second, budget) << pick;
+    EXPECT_FALSE(line_with("retrained " + name + ":").empty());
+  }
+
+  // A resumed search reads the recorded budget: one no subnet meets adds none.
+  std::ofstream(record) << "1e-9\n";
+  lines.clear();
+  run_oneshot_search(config, store, latency, log);
+  EXPECT_NE(line_with("baseline tiny_mobilenet (").find("no subnet of the front within it"), std::string::npos);
   fs::remove_all(dir);
 }

@@ -5,9 +5,12 @@
 //        -> f32_dwconv (direct, vectorised along the output row);
 //   2. group 1, 1x1 kernel, stride 1, no padding -> GEMM on the input as is
 //        (A = weights [C_out x C_in], B = input [C_in x H*W]);
-//   3. group 1, 3x3, stride 1, dilation 1, and choose_winograd_tile() says Winograd pays for
+//   3. group 1, C_in <= 4 (first layers on grey or RGB images), square 3x3/5x5/7x7 kernel,
+//        stride 1 or 2, dilation 1 -> f32_conv_direct (im2col's K = C_in*k*k is too short for
+//        the GEMM to amortise its packing: 5-8x slower on the 28x28 and 224x224 stems);
+//   4. group 1, 3x3, stride 1, dilation 1, and choose_winograd_tile() says Winograd pays for
 //        these channel counts and output size -> Winograd F(4,3) or F(6,3);
-//   4. anything else -> im2col + GEMM per group.
+//   5. anything else -> im2col + GEMM per group.
 // Bias, the residual input Z of FusedConv and its activation are applied in the epilogue of
 // every algorithm, so a fused node writes its output once.
 #include <chrono>
@@ -16,6 +19,7 @@
 #include "engine/backends/cpu/cpu_kernel.h"
 #include "engine/ops/fused_activation.h"
 #include "engine/kernels/depthwise.h"
+#include "engine/kernels/direct_conv.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/scratch.h"
 #include "engine/kernels/winograd.h"
@@ -27,7 +31,10 @@ namespace {
 
 using kernels::Isa;
 
-enum class ConvAlgo { kDepthwise, kGemm1x1, kWinograd43, kWinograd63, kIm2col };
+enum class ConvAlgo { kDepthwise, kGemm1x1, kDirect, kWinograd43, kWinograd63, kIm2col };
+
+// Rule 3's bound: the direct kernel re-reads each output row once per input channel.
+constexpr int64_t kDirectMaxInputChannels = 4;
 
 struct ConvShape {
   int64_t n = 0, cin = 0, h = 0, w = 0, cout = 0, oh = 0, ow = 0, kh = 0, kw = 0, group = 1;
@@ -56,13 +63,17 @@ class ConvKernel final : public CpuKernel {
         }
         break;
       }
-      case ConvAlgo::kDepthwise: break;
+      case ConvAlgo::kDepthwise:
+      case ConvAlgo::kDirect: break;
     }
   }
 
   std::string name() const override {
     switch (algo_) {
-      case ConvAlgo::kDepthwise: return kernels::dwconv_kernel_name(s_.kh, s_.sh, isa_);
+      case ConvAlgo::kDepthwise:
+        return kernels::dwconv_kernel_name(
+            kernels::DepthwiseParams{s_.cin, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl}, isa_);
+      case ConvAlgo::kDirect: return kernels::conv_direct_kernel_name(s_.kh, s_.sh, isa_);
       case ConvAlgo::kWinograd43:
       case ConvAlgo::kWinograd63: return winograd_->name();
       case ConvAlgo::kGemm1x1: return "f32_conv1x1_gemm+" + kernels::gemm_kernel_name(isa_);
@@ -88,6 +99,11 @@ class ConvKernel final : public CpuKernel {
         case ConvAlgo::kDepthwise: {
           kernels::DepthwiseParams p{s_.cin, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl};
           kernels::f32_dwconv(p, xb, weights_.data<float>(), bias_, zb, act_, yb, pool, isa_);
+          break;
+        }
+        case ConvAlgo::kDirect: {
+          kernels::DirectConvParams p{s_.cin, s_.cout, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl};
+          kernels::f32_conv_direct(p, xb, weights_.data<float>(), bias_, zb, act_, yb, pool, isa_);
           break;
         }
         case ConvAlgo::kWinograd43:
@@ -195,6 +211,12 @@ class ConvKernel final : public CpuKernel {
   std::optional<kernels::WinogradConv3x3> winograd_;
 };
 
+// Group 1, square kernel and stride the direct kernel supports (any C_in).
+bool direct_applies(const ConvShape& s) {
+  return s.group == 1 && s.kh == s.kw && s.sh == s.sw && s.dh == 1 && s.dw == 1 &&
+         kernels::f32_conv_direct_supported(s.kh, s.sh, 1);
+}
+
 std::vector<ConvAlgo> candidates(const ConvShape& s, Isa isa) {
   std::vector<ConvAlgo> c;
   const bool depthwise = s.group == s.cin && s.group == s.cout && s.group > 1;
@@ -206,6 +228,7 @@ std::vector<ConvAlgo> candidates(const ConvShape& s, Isa isa) {
       s.pr == 0) {
     c.push_back(ConvAlgo::kGemm1x1);
   }
+  if (direct_applies(s) && s.cin <= kDirectMaxInputChannels) c.push_back(ConvAlgo::kDirect);
   if (s.group == 1 && s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1) {
     const auto tile = kernels::choose_winograd_tile(s.cin, s.cout, s.oh, s.ow, isa);
     if (tile) c.push_back(*tile == kernels::WinogradTile::kF63 ? ConvAlgo::kWinograd63 : ConvAlgo::kWinograd43);
@@ -221,6 +244,11 @@ std::vector<ConvAlgo> tune_candidates(const ConvShape& s, Isa isa) {
     for (ConvAlgo a : {ConvAlgo::kWinograd43, ConvAlgo::kWinograd63}) {
       if (std::find(c.begin(), c.end(), a) == c.end()) c.push_back(a);
     }
+  }
+  // Direct beyond the rule's bound: a measurement may find it pays for a few more channels.
+  if (direct_applies(s) && s.cin <= 4 * kDirectMaxInputChannels &&
+      std::find(c.begin(), c.end(), ConvAlgo::kDirect) == c.end()) {
+    c.push_back(ConvAlgo::kDirect);
   }
   return c;
 }

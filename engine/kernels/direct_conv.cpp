@@ -1,0 +1,81 @@
+// Direct convolution of few input channels over the depthwise building blocks (design in
+// direct_conv.h).
+#include "engine/kernels/direct_conv.h"
+
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/kernels/depthwise.h"
+#include "engine/kernels/scratch.h"
+
+namespace xnn::kernels {
+
+bool f32_conv_direct_supported(int64_t kernel, int64_t stride, int64_t dilation) {
+  return f32_dwconv_supported(kernel, stride, dilation);
+}
+
+std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
+  const std::string k = std::to_string(kernel);
+  const bool avx2 = isa == Isa::kAvx2 && isa_supported(Isa::kAvx2);
+  return "f32_conv" + k + "x" + k + "s" + std::to_string(stride) + "_direct" + (avx2 ? "__avx2" : "__scalar");
+}
+
+void f32_conv_direct(const DirectConvParams& p, const float* input, const float* weights, const float* bias,
+                     const float* residual, const Activation& act, float* output, ThreadPool* pool, Isa isa) {
+  XNN_CHECK(f32_conv_direct_supported(p.kernel, p.stride, 1),
+            "f32_conv_direct: kernel must be 3, 5 or 7 and stride 1 or 2");
+  XNN_CHECK(p.pad_t >= 0 && p.pad_l >= 0, "f32_conv_direct: negative padding");
+  XNN_CHECK(p.in_channels > 0, "f32_conv_direct: no input channels");
+  if (p.out_channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
+  const int64_t k = p.kernel, s = p.stride, cin = p.in_channels;
+  DepthwiseParams geometry{cin, p.in_h, p.in_w, p.out_h, p.out_w, k, s, p.pad_t, p.pad_l};
+  const DwPadRow pad_row = dwconv_pad_row(geometry);
+
+  // Row blocks of about 1K outputs keep one block's padded rows (C_in of them) and the output
+  // rows being accumulated in L1; channel blocks only when row blocks cannot feed the threads.
+  const int64_t rows_per_block = std::min(p.out_h, dwconv_chunk_rows(p.out_w));
+  const int64_t row_blocks = (p.out_h + rows_per_block - 1) / rows_per_block;
+  const int64_t threads = pool ? pool->threads() : 1;
+  int64_t channel_blocks = 1;
+  if (threads > 1 && row_blocks < 4 * threads) {
+    channel_blocks = std::min(p.out_channels, (4 * threads + row_blocks - 1) / row_blocks);
+  }
+  const int64_t channels_per_block = (p.out_channels + channel_blocks - 1) / channel_blocks;
+  channel_blocks = (p.out_channels + channels_per_block - 1) / channels_per_block;
+
+  const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w, kk = k * k;
+  parallel_for(pool, row_blocks * channel_blocks, [&](int64_t t) {
+    const int64_t oh0 = (t / channel_blocks) * rows_per_block;
+    const int64_t rows = std::min(p.out_h, oh0 + rows_per_block) - oh0;
+    const int64_t co0 = (t % channel_blocks) * channels_per_block;
+    const int64_t co1 = std::min(p.out_channels, co0 + channels_per_block);
+    const int64_t buf_rows = (rows - 1) * s + k;
+    const int64_t channel_floats = buf_rows * pad_row.row_floats;
+    float* buf = thread_scratch_f32(static_cast<size_t>(cin * channel_floats), 2);
+    for (int64_t ci = 0; ci < cin; ++ci) {
+      f32_dwconv_pad_rows(pad_row, input + ci * in_plane, p.in_h, oh0 * s - p.pad_t, buf_rows, buf + ci * channel_floats,
+                          isa);
+    }
+    DwRows a;
+    a.kernel = k;
+    a.stride = s;
+    a.in_stride = pad_row.row_floats;
+    a.odd_offset = pad_row.odd_offset;
+    a.out_w = p.out_w;
+    a.rows = rows;
+    const Activation none{};
+    for (int64_t co = co0; co < co1; ++co) {
+      float* out = output + co * out_plane + oh0 * p.out_w;
+      for (int64_t ci = 0; ci < cin; ++ci) {
+        a.in = buf + ci * channel_floats;
+        a.weights = weights + (co * cin + ci) * kk;
+        a.bias = ci == 0 && bias ? bias[co] : 0.0f;
+        a.residual = ci > 0 ? out : (residual ? residual + co * out_plane + oh0 * p.out_w : nullptr);
+        a.out = out;
+        f32_dwconv_rows(a, ci == cin - 1 ? act : none, isa);
+      }
+    }
+  });
+}
+
+}  // namespace xnn::kernels

@@ -1,0 +1,45 @@
+// fp32 NCHW direct convolution for few input channels (group 1): a network's first layer on
+// 1-channel or RGB images, where im2col + GEMM has K = C_in·k² of 9-27 and spends its time
+// packing rather than multiplying. 3×3, 5×5 and 7×7, stride 1 and 2, dilation 1, any padding;
+// bias, residual and activation fused:  out = act(conv(input, weights) + bias + residual).
+//
+// Design. Output channel co is the sum over input channels ci of a depthwise-style pass of
+// filter (co, ci) over input plane ci, so this driver reuses the depthwise building blocks
+// (depthwise.h): the padded rows of every input channel are built once per block of output
+// rows and shared by all output channels; each (co, ci) pass is one call of the depthwise row
+// kernel, the first with the bias (and residual), the others accumulating into the output rows
+// (residual = output), the last with the activation. Tasks are (block of output rows, block of
+// output channels); the blocks of output channels exist only to feed a second thread when
+// there are few row blocks. Work per output is C_in·k² FMAs in registers plus C_in re-reads of
+// the row being accumulated, which is why this pays for C_in ≤ 4 and not for deep layers
+// (the CPU backend's rule, conv_cpu.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/core/thread_pool.h"
+#include "engine/kernels/activation.h"
+#include "engine/kernels/cpu_features.h"
+
+namespace xnn::kernels {
+
+struct DirectConvParams {
+  int64_t in_channels = 0, out_channels = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel = 3;  // 3, 5 or 7
+  int64_t stride = 1;  // 1 or 2
+  int64_t pad_t = 0, pad_l = 0;
+};
+
+// Kernel 3, 5 or 7, stride 1 or 2, dilation 1 (the depthwise row kernels' set).
+bool f32_conv_direct_supported(int64_t kernel, int64_t stride, int64_t dilation);
+
+// One image: input [in_channels][in_h][in_w], weights [out_channels][in_channels][k][k], bias
+// [out_channels] or null, residual (output's layout) or null and may be `output` itself; output
+// [out_channels][out_h][out_w]. Rows/columns beyond the input (bottom/right padding) read as 0.
+void f32_conv_direct(const DirectConvParams& p, const float* input, const float* weights, const float* bias,
+                     const float* residual, const Activation& act, float* output, ThreadPool* pool, Isa isa);
+
+// "f32_conv3x3s2_direct__avx2", "f32_conv5x5s1_direct__scalar", ...
+std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa);
+
+}  // namespace xnn::kernels
