@@ -150,13 +150,16 @@ TEST(CpuBackendConv, AlgorithmRule) {
   EXPECT_NE(name_of(conv_case(rng, 1, 1, 24, 28, 28, 3, 1, 1, 1, 1, true, false, "Relu")).second.find("direct"), std::string::npos);
   EXPECT_NE(name_of(conv_case(rng, 1, 3, 32, 33, 33, 3, 2, 1, 1, 1, true, false, "")).second.find("direct"), std::string::npos);
   EXPECT_NE(name_of(conv_case(rng, 1, 1, 6, 28, 28, 5, 1, 2, 1, 1, true, false, "Relu")).second.find("direct"), std::string::npos);
-  EXPECT_NE(name_of(conv_case(rng, 1, 6, 16, 14, 14, 5, 1, 2, 1, 1, true, false, "Relu")).second.find("im2col"), std::string::npos);
+  EXPECT_NE(name_of(conv_case(rng, 1, 6, 16, 14, 14, 5, 1, 2, 1, 1, true, false, "Relu")).second.find("direct"), std::string::npos);
+  // ... but not a 224x224 RGB stem with many output channels, nor 3x3 with more channels
+  EXPECT_NE(name_of(conv_case(rng, 1, 3, 64, 80, 80, 7, 2, 3, 1, 1, true, false, "")).second.find("im2col"), std::string::npos);
+  EXPECT_NE(name_of(conv_case(rng, 1, 16, 16, 15, 15, 3, 2, 1, 1, 1, true, false, "")).second.find("im2col"), std::string::npos);
   // strided 3x3 -> im2col
   EXPECT_NE(name_of(conv_case(rng, 1, 16, 32, 15, 15, 3, 2, 1, 1, 1, false, false, "")).second.find("im2col"), std::string::npos);
 }
 
-// The direct kernel over its whole domain (C_in 1-4 by the rule, beyond it as --tune may pick
-// it): every kernel size and stride, paddings up to past the kernel, planes narrower than the
+// The direct kernel over its whole domain (C_in 1-4 by the rule; more as 5x5/7x7 or --tune
+// picks it): every kernel size and stride, paddings up to past the kernel, planes narrower than the
 // kernel, residual and activations; the accumulation over input channels must keep the bias,
 // residual and activation applied exactly once.
 TEST(CpuBackendConv, DirectFewInputChannelsMatchReference) {

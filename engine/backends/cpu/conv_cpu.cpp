@@ -5,9 +5,13 @@
 //        -> f32_dwconv (direct, vectorised along the output row);
 //   2. group 1, 1x1 kernel, stride 1, no padding -> GEMM on the input as is
 //        (A = weights [C_out x C_in], B = input [C_in x H*W]);
-//   3. group 1, C_in <= 4 (first layers on grey or RGB images), square 3x3/5x5/7x7 kernel,
-//        stride 1 or 2, dilation 1 -> f32_conv_direct (im2col's K = C_in*k*k is too short for
-//        the GEMM to amortise its packing: 5-8x slower on the 28x28 and 224x224 stems);
+//   3. group 1, square 3x3/5x5/7x7 kernel, equal strides 1 or 2, dilation 1, and either
+//        C_in <= 4 (first layers on grey or RGB images) at stride 1, or at stride 2 with
+//        C_out <= 16 or an output plane <= 32x32, or a 5x5/7x7 kernel at stride 1 with
+//        C_in <= 16 and an output plane <= 32x32 -> f32_conv_direct. There im2col's K =
+//        C_in*k*k is too short, or its columns too few, for the GEMM to amortise packing
+//        (direct_pays() has the measured ratios); on large planes with many output channels
+//        the GEMM's wide tiles win again (ResNet's and MobileNetV2's 224x224 stems);
 //   4. group 1, 3x3, stride 1, dilation 1, and choose_winograd_tile() says Winograd pays for
 //        these channel counts and output size -> Winograd F(4,3) or F(6,3);
 //   5. anything else -> im2col + GEMM per group.
@@ -32,9 +36,6 @@ namespace {
 using kernels::Isa;
 
 enum class ConvAlgo { kDepthwise, kGemm1x1, kDirect, kWinograd43, kWinograd63, kIm2col };
-
-// Rule 3's bound: the direct kernel re-reads each output row once per input channel.
-constexpr int64_t kDirectMaxInputChannels = 4;
 
 struct ConvShape {
   int64_t n = 0, cin = 0, h = 0, w = 0, cout = 0, oh = 0, ow = 0, kh = 0, kw = 0, group = 1;
@@ -217,6 +218,19 @@ bool direct_applies(const ConvShape& s) {
          kernels::f32_conv_direct_supported(s.kh, s.sh, 1);
 }
 
+// Rule 3. Measured single-thread ratios im2col+GEMM / direct on the 2-core VM (AVX-512 GEMM
+// tiles, so conservative for AVX2-only CPUs): C_in 1 3x3 28x28 6.6x, C_in 1 5x5 3.4x, C_in 6
+// 5x5 14x14 2.2x, C_in 12 5x5 28x28 2.6x, C_in 16 5x5 7x7 1.3x, C_in 4 3x3 s2 -> 14x14 1.0x;
+// against: C_in 8 3x3 s2 0.96x, C_in 16 3x3 s2 0.8x, C_in 3 7x7 s2 224x224 0.87x, and 3x3 at
+// stride 1 beyond C_in 4 goes to Winograd (2.5-6x faster than direct). The direct kernel re-reads
+// each output row once per input channel, hence the bound on C_in.
+bool direct_pays(const ConvShape& s) {
+  if (!direct_applies(s)) return false;
+  const bool small_plane = s.oh * s.ow <= 32 * 32;
+  if (s.cin <= 4) return s.sh == 1 || s.cout <= 16 || small_plane;
+  return s.kh >= 5 && s.sh == 1 && s.cin <= 16 && small_plane;
+}
+
 std::vector<ConvAlgo> candidates(const ConvShape& s, Isa isa) {
   std::vector<ConvAlgo> c;
   const bool depthwise = s.group == s.cin && s.group == s.cout && s.group > 1;
@@ -228,7 +242,7 @@ std::vector<ConvAlgo> candidates(const ConvShape& s, Isa isa) {
       s.pr == 0) {
     c.push_back(ConvAlgo::kGemm1x1);
   }
-  if (direct_applies(s) && s.cin <= kDirectMaxInputChannels) c.push_back(ConvAlgo::kDirect);
+  if (direct_pays(s)) c.push_back(ConvAlgo::kDirect);
   if (s.group == 1 && s.kh == 3 && s.kw == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1) {
     const auto tile = kernels::choose_winograd_tile(s.cin, s.cout, s.oh, s.ow, isa);
     if (tile) c.push_back(*tile == kernels::WinogradTile::kF63 ? ConvAlgo::kWinograd63 : ConvAlgo::kWinograd43);
@@ -245,8 +259,8 @@ std::vector<ConvAlgo> tune_candidates(const ConvShape& s, Isa isa) {
       if (std::find(c.begin(), c.end(), a) == c.end()) c.push_back(a);
     }
   }
-  // Direct beyond the rule's bound: a measurement may find it pays for a few more channels.
-  if (direct_applies(s) && s.cin <= 4 * kDirectMaxInputChannels &&
+  // Direct beyond the rule's bounds: a measurement may find it pays for a few more channels.
+  if (direct_applies(s) && s.cin <= 32 &&
       std::find(c.begin(), c.end(), ConvAlgo::kDirect) == c.end()) {
     c.push_back(ConvAlgo::kDirect);
   }
