@@ -14,6 +14,20 @@ bool f32_conv_direct_supported(int64_t kernel, int64_t stride, int64_t dilation)
   return f32_dwconv_supported(kernel, stride, dilation);
 }
 
+// Measured single-thread ratios im2col+GEMM / direct on the 2-core VM (AVX-512 GEMM tiles, so
+// conservative for AVX2-only CPUs): C_in 1 3x3 28x28 6.6x, C_in 1 5x5 3.4x, C_in 6 5x5 14x14
+// 2.2x, C_in 12 5x5 28x28 2.6x, C_in 16 5x5 7x7 1.3x, C_in 4 3x3 s2 -> 14x14 1.0x; against:
+// C_in 8 3x3 s2 0.96x, C_in 16 3x3 s2 0.8x, C_in 3 7x7 s2 224x224 0.87x (the GEMM's wide tiles
+// win on large planes with many output channels), and 3x3 stride 1 beyond C_in 4 goes to
+// Winograd (2.5-6x faster than direct).
+bool f32_conv_direct_pays(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride, int64_t out_h,
+                          int64_t out_w) {
+  if (!f32_conv_direct_supported(kernel, stride, 1)) return false;
+  const bool small_plane = out_h * out_w <= 32 * 32;
+  if (in_channels <= 4) return stride == 1 || out_channels <= 16 || small_plane;
+  return kernel >= 5 && stride == 1 && in_channels <= 16 && small_plane;
+}
+
 std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
   const std::string k = std::to_string(kernel);
   const bool avx2 = isa == Isa::kAvx2 && isa_supported(Isa::kAvx2);

@@ -11,8 +11,8 @@
 // (residual = output), the last with the activation. Tasks are (block of output rows, block of
 // output channels); the blocks of output channels exist only to feed a second thread when
 // there are few row blocks. Work per output is C_in·k² FMAs in registers plus C_in re-reads of
-// the row being accumulated, which is why this pays for C_in ≤ 4 and not for deep layers
-// (the CPU backend's rule, conv_cpu.cpp).
+// the row being accumulated, which is why this pays for few input channels and not for deep
+// layers (f32_conv_direct_pays).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -38,6 +38,12 @@ bool f32_conv_direct_supported(int64_t kernel, int64_t stride, int64_t dilation)
 // [out_channels][out_h][out_w]. Rows/columns beyond the input (bottom/right padding) read as 0.
 void f32_conv_direct(const DirectConvParams& p, const float* input, const float* weights, const float* bias,
                      const float* residual, const Activation& act, float* output, ThreadPool* pool, Isa isa);
+
+// Whether the direct kernel should take this group-1 convolution (square kernel, equal strides,
+// dilation 1) rather than im2col + GEMM or Winograd: the CPU backend's and the trainer's rule
+// (direct_conv.cpp has the measurements behind it).
+bool f32_conv_direct_pays(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride, int64_t out_h,
+                          int64_t out_w);
 
 // "f32_conv3x3s2_direct__avx2", "f32_conv5x5s1_direct__scalar", ...
 std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa);

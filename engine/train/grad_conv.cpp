@@ -2,8 +2,10 @@
 // applies; all of them are held to a double-precision definition (train_conv_paths_test.cpp):
 //   forward      3×3 stride-1, groups 1: Winograd (the inference kernels, several images' tiles per
 //                call, where choose_winograd_tile says it pays); depthwise with multiplier 1,
-//                3/5/7, stride 1/2: the inference depthwise kernels; else im2col + the packed GEMM
-//                (into y directly when a feature map is wide; a 1×1 reads x as it is).
+//                3/5/7, stride 1/2: the inference depthwise kernels; few input channels (a first
+//                layer; kernels::f32_conv_direct_pays): the inference direct kernel per image;
+//                else im2col + the packed GEMM (into y directly when a feature map is wide; a
+//                1×1 reads x as it is).
 //   input grad   3×3 stride-1: Winograd on dy with the weights flipped in space and transposed in
 //                channels (W'[c][m][i][j] = W[m][c][2−i][2−j]), padded by 2 − pad: the input
 //                gradient of a stride-1 convolution is itself one; depthwise: a stride-1 depthwise
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "engine/kernels/depthwise.h"
+#include "engine/kernels/direct_conv.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/scratch.h"
 #include "engine/kernels/training_kernels.h"
@@ -490,6 +493,26 @@ bool im2col_is_identity(const ConvGeom& g) {
 }
 
 
+// Groups 1, square kernel, equal strides, no dilation, and the inference rule says the direct
+// kernel pays (few input channels: the first layer on images).
+bool direct_forward_applies(const ConvGeom& g) {
+  return g.groups == 1 && g.kh == g.kw && g.sh == g.sw && g.dh == 1 && g.dw == 1 &&
+         kernels::f32_conv_direct_pays(g.c, g.m, g.kh, g.sh, g.oh, g.ow);
+}
+
+// One image per task (the kernel itself single-threaded), the output planes' statistics taken
+// while they are in cache.
+void direct_forward(const ConvGeom& g, const float* x, const float* wt, const float* bias, float* y, float* stats,
+                    ThreadPool* pool) {
+  const kernels::DirectConvParams p{g.c, g.m, g.h, g.w, g.oh, g.ow, g.kh, g.sh, g.ph, g.pw};
+  const kernels::Isa isa = kernels::best_isa();
+  for_image_slices(pool, g.n, 1, [&](int64_t n, int64_t) {
+    kernels::f32_conv_direct(p, x + n * g.c * g.h * g.w, wt, bias, nullptr, kernels::Activation{}, y + n * g.m * g.p(),
+                             nullptr, isa);
+    plane_stats(g, y, n, 0, g.m, stats);
+  });
+}
+
 void conv_forward(ForwardContext& c) {
   const Tensor& x = *c.inputs[0];
   const Tensor& wt = *c.inputs[1];
@@ -503,6 +526,7 @@ void conv_forward(ForwardContext& c) {
   float* stats = c.output_stats;
   if (g.depthwise()) return depthwise_forward(g, xp, wp, bp, yp, stats, c.pool);
   if (const auto tile = winograd_forward_tile(g)) return winograd_forward(g, *tile, xp, wp, bp, yp, stats, c.pool);
+  if (direct_forward_applies(g)) return direct_forward(g, xp, wp, bp, yp, stats, c.pool);
   const int64_t chunks = chunk_count(c.pool, g.n);
   const int64_t batch = images_per_gemm(g, (g.n + chunks - 1) / chunks);
   for (int64_t t = 0; t < chunks; ++t) {

@@ -1,6 +1,7 @@
 // The fast paths of the training convolution (engine/train/grad_conv.cpp) against a direct
 // double-precision definition: 3×3 stride-1 forward, input and weight gradients on Winograd
-// (F(4,3), and F(6,3) at 12×12), the weight gradient from channels-last panels, and the
+// (F(4,3), and F(6,3) at 12×12), the weight gradient from channels-last panels, depthwise on
+// the inference kernels, the forward of few-input-channel layers on the direct kernel, and the
 // GEMM/col2im fallback for what those do not take.
 // Channel counts are large enough that the fast paths apply (the finite-difference checks in
 // train_autograd_test.cpp use tiny convolutions that stay on the fallback).
@@ -195,8 +196,16 @@ TEST(TrainConvPaths, DepthwiseOnTheInferenceKernels) {
     check_case(k);
 }
 
-TEST(TrainConvPaths, GemmFallbackForFewChannels) {
-  check_case({"3x3 pad 1, 4 channels", 3, 4, 8, 8, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2});
+TEST(TrainConvPaths, DirectForwardForFewInputChannels) {
+  // The forward on the inference direct kernel (first layers), the gradients on the GEMM paths.
+  for (const Case& k : std::vector<Case>{
+           {"3x3 pad 1, 4 channels", 3, 4, 8, 8, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
+           {"3x3 pad 1, 1 channel, 28x28", 4, 1, 16, 28, 28, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
+           {"5x5 stride 2 pad 2, RGB, odd size", 2, 3, 8, 15, 13, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}, 1},
+           {"5x5 pad 2, 6 channels (LeNet's second)", 2, 6, 16, 14, 14, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2},
+           {"7x7 pad 3 bottom/right 1, 2 channels", 3, 2, 5, 9, 10, 7, 7, {1, 1}, {3, 3, 1, 1}, {1, 1}, 2},
+       })
+    check_case(k);
 }
 
 }  // namespace

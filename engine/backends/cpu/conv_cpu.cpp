@@ -10,7 +10,7 @@
 //        C_out <= 16 or an output plane <= 32x32, or a 5x5/7x7 kernel at stride 1 with
 //        C_in <= 16 and an output plane <= 32x32 -> f32_conv_direct. There im2col's K =
 //        C_in*k*k is too short, or its columns too few, for the GEMM to amortise packing
-//        (direct_pays() has the measured ratios); on large planes with many output channels
+//        (measured ratios at f32_conv_direct_pays); on large planes with many output channels
 //        the GEMM's wide tiles win again (ResNet's and MobileNetV2's 224x224 stems);
 //   4. group 1, 3x3, stride 1, dilation 1, and choose_winograd_tile() says Winograd pays for
 //        these channel counts and output size -> Winograd F(4,3) or F(6,3);
@@ -218,17 +218,9 @@ bool direct_applies(const ConvShape& s) {
          kernels::f32_conv_direct_supported(s.kh, s.sh, 1);
 }
 
-// Rule 3. Measured single-thread ratios im2col+GEMM / direct on the 2-core VM (AVX-512 GEMM
-// tiles, so conservative for AVX2-only CPUs): C_in 1 3x3 28x28 6.6x, C_in 1 5x5 3.4x, C_in 6
-// 5x5 14x14 2.2x, C_in 12 5x5 28x28 2.6x, C_in 16 5x5 7x7 1.3x, C_in 4 3x3 s2 -> 14x14 1.0x;
-// against: C_in 8 3x3 s2 0.96x, C_in 16 3x3 s2 0.8x, C_in 3 7x7 s2 224x224 0.87x, and 3x3 at
-// stride 1 beyond C_in 4 goes to Winograd (2.5-6x faster than direct). The direct kernel re-reads
-// each output row once per input channel, hence the bound on C_in.
+// Rule 3 (kernels::f32_conv_direct_pays holds the thresholds and the measurements behind them).
 bool direct_pays(const ConvShape& s) {
-  if (!direct_applies(s)) return false;
-  const bool small_plane = s.oh * s.ow <= 32 * 32;
-  if (s.cin <= 4) return s.sh == 1 || s.cout <= 16 || small_plane;
-  return s.kh >= 5 && s.sh == 1 && s.cin <= 16 && small_plane;
+  return direct_applies(s) && kernels::f32_conv_direct_pays(s.cin, s.cout, s.kh, s.sh, s.oh, s.ow);
 }
 
 std::vector<ConvAlgo> candidates(const ConvShape& s, Isa isa) {
