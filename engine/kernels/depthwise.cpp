@@ -103,9 +103,9 @@ void dwconv_channel_blocks(const DepthwiseParams& p, const float* input, const f
     for (int64_t c = 0; c < nc; ++c) {
       const float* plane = input + (c0 + c) * in_plane;
       for (int64_t r = r0; r < r1; ++r) {
-        const float* src = plane + (r - p.pad_t) * p.in_w - p.pad_l;
+        const float* src = plane + (r - p.pad_t) * p.in_w;
         float* dst = in8 + r * w8 * 8 + c;
-        for (int64_t q = q0; q < q1; ++q) dst[q * 8] = src[q];
+        for (int64_t q = q0; q < q1; ++q) dst[q * 8] = src[q - p.pad_l];
       }
     }
     for (int64_t c = 0; c < 8; ++c) {
