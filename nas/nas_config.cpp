@@ -365,6 +365,7 @@ SearchSpace make_search_space(const NasConfig& config) {
   SearchSpace out;
   add_decision(out, "resolution", a.resolutions);
   add_decision(out, "width", a.width_multipliers);
+  add_decision(out, "stem_stride", a.stem_strides);
   for (size_t s = 0; s < a.stages.size(); ++s) {
     const arch::StageSpace& st = a.stages[s];
     add_decision(out, stage_key(s) + ".depth", st.depths);
@@ -390,6 +391,7 @@ arch::Arch arch_from_params(const arch::SearchSpace& space, const TrialParams& p
   arch::Arch a;
   a.resolution = pick(params, "resolution", space.resolutions);
   a.width = pick(params, "width", space.width_multipliers);
+  a.stem_stride = arch::canonical_stem_stride(space, pick(params, "stem_stride", space.stem_strides));
   for (size_t s = 0; s < space.stages.size(); ++s) {
     const arch::StageSpace& st = space.stages[s];
     const int64_t depth = pick(params, stage_key(s) + ".depth", st.depths);
@@ -421,6 +423,7 @@ TrialParams params_from_arch(const arch::SearchSpace& space, const arch::Arch& a
   };
   set("resolution", space.resolutions, a.resolution);
   set("width", space.width_multipliers, a.width);
+  set("stem_stride", space.stem_strides, arch::stem_stride(space, a));
   for (size_t s = 0; s < space.stages.size(); ++s) {
     const arch::StageSpace& st = space.stages[s];
     set(stage_key(s) + ".depth", st.depths, static_cast<int64_t>(a.stages[s].size()));

@@ -193,6 +193,12 @@ Arch sample_with(const SearchSpace& space, ChoiceDrawer& draw) {
   Arch a;
   a.resolution = draw.draw(space.resolutions);
   a.width = draw.draw(space.width_multipliers);
+  if (space.stem_strides.size() > 1) {
+    // A larger stride costs less: drawn by its negation so that sized draws rank it as a cost.
+    std::vector<int64_t> negated;
+    for (int64_t v : space.stem_strides) negated.push_back(-v);
+    a.stem_stride = canonical_stem_stride(space, -draw.draw(negated));
+  }
   for (const StageSpace& st : space.stages) {
     const int64_t depth = draw.draw(st.depths);
     std::vector<BlockChoice> blocks;
@@ -294,7 +300,13 @@ SearchSpace parse_search_space(const YAML::Node& node, const std::string& file) 
     if (!n.IsMap()) throw Error(where(file, n) + ": 'stem' must be a mapping {channels, stride, activation}");
     check_keys(n, "stem.", file, {"channels", "stride", "activation"});
     if (n["channels"]) s.stem_channels = positive_int(n["channels"], "stem.channels", file);
-    if (n["stride"]) s.stem_stride = stride_value(n["stride"], "stem.stride", file);
+    if (const YAML::Node st = n["stride"]) {
+      // A list makes the stride a decision; its first entry is the default (see Arch::stem_stride).
+      s.stem_strides = st.IsSequence() ? choices<int64_t>(st, "stem.stride", file, "strides, each 1 or 2 (e.g. [1, 2])",
+                                                          [](int64_t v) { return v == 1 || v == 2; })
+                                       : std::vector<int64_t>{stride_value(st, "stem.stride", file)};
+    }
+    s.stem_stride = s.stem_strides.front();
     if (n["activation"]) s.stem_activation = activation_value(n["activation"], "stem.activation", file);
   }
   if (const YAML::Node n = node["head"]) {
@@ -356,6 +368,7 @@ SearchSpace load_search_space(const std::string& path) {
 std::string Arch::to_string() const {
   std::ostringstream s;
   s << 'r' << resolution << "-w" << format_width(width);
+  if (stem_stride != 0) s << "-s" << stem_stride;
   for (const auto& stage : stages) {
     s << '|';
     for (size_t b = 0; b < stage.size(); ++b) {
@@ -373,8 +386,13 @@ Arch parse_arch(const std::string& text) {
   const std::vector<std::string> groups = split(text, '|');
   Arch a;
   const std::vector<std::string> head = split(groups[0], '-');
-  if (head.size() != 2 || head[0].size() < 2 || head[0][0] != 'r' || head[1].size() < 2 || head[1][0] != 'w') {
-    throw fail(groups[0], "'r<resolution>-w<width>' (e.g. r160-w0.75)");
+  if (head.size() < 2 || head.size() > 3 || head[0].size() < 2 || head[0][0] != 'r' || head[1].size() < 2 ||
+      head[1][0] != 'w') {
+    throw fail(groups[0], "'r<resolution>-w<width>[-s<stem stride>]' (e.g. r160-w0.75 or r28-w0.5-s2)");
+  }
+  if (head.size() == 3) {
+    a.stem_stride = head[2].size() >= 2 && head[2][0] == 's' ? parse_count(head[2].substr(1)) : -1;
+    if (a.stem_stride != 1 && a.stem_stride != 2) throw fail(head[2], "'s' and a stem stride of 1 or 2");
   }
   a.resolution = parse_count(head[0].substr(1));
   if (a.resolution <= 0) throw fail(head[0], "'r' and a positive resolution");
@@ -415,6 +433,7 @@ void write_arch_json(json::Writer& w, const Arch& arch) {
   w.field("encoding", arch.to_string());
   w.field("resolution", arch.resolution);
   w.field("width", arch.width);
+  if (arch.stem_stride != 0) w.field("stem_stride", arch.stem_stride);
   w.key("stages").begin_array();
   for (const auto& stage : arch.stages) {
     w.begin_array();
@@ -450,6 +469,9 @@ bool arch_in_space(const SearchSpace& space, const Arch& arch, std::string* why)
   }
   if (width_index(space, arch.width) == space.width_multipliers.size()) {
     return no("width " + format_width(arch.width) + " is not one of " + list(space.width_multipliers));
+  }
+  if (arch.stem_stride != 0 && index_of(space.stem_strides, arch.stem_stride) == space.stem_strides.size()) {
+    return no("stem stride " + std::to_string(arch.stem_stride) + " is not one of " + list(space.stem_strides));
   }
   if (arch.stages.size() != space.stages.size()) {
     return no(std::to_string(arch.stages.size()) + " stages, the space has " + std::to_string(space.stages.size()));
@@ -499,6 +521,7 @@ Arch mutate_arch(const SearchSpace& space, const Arch& arch, std::mt19937_64& rn
   require_in_space(space, arch, "mutate_arch");
   Arch a = arch;
   a.width = space.width_multipliers[width_index(space, arch.width)];  // the space's exact value
+  a.stem_stride = canonical_stem_stride(space, stem_stride(space, arch));
 
   // Every decision with more than one choice, as a function that redraws it to another choice.
   // Block decisions are listed after the depths, so they see the blocks a depth change left.
@@ -512,6 +535,12 @@ Arch mutate_arch(const SearchSpace& space, const Arch& arch, std::mt19937_64& rn
     if (space.width_multipliers.size() > 1) {
       d.push_back([&] {
         a.width = space.width_multipliers[pick_other(space.width_multipliers.size(), width_index(space, a.width), rng)];
+      });
+    }
+    if (space.stem_strides.size() > 1) {
+      d.push_back([&] {
+        const size_t current = index_of(space.stem_strides, stem_stride(space, a));
+        a.stem_stride = canonical_stem_stride(space, space.stem_strides[pick_other(space.stem_strides.size(), current, rng)]);
       });
     }
     for (size_t s = 0; s < space.stages.size(); ++s) {
@@ -685,6 +714,12 @@ int GraphBuilder::classifier(const SearchSpace& space, int x, int64_t cin, doubl
 // ---------------------------------------------------------------------------------------------
 // Building the model.
 
+int64_t stem_stride(const SearchSpace& space, const Arch& arch) {
+  return arch.stem_stride != 0 ? arch.stem_stride : space.stem_stride;
+}
+
+int64_t canonical_stem_stride(const SearchSpace& space, int64_t stride) { return stride == space.stem_stride ? 0 : stride; }
+
 int64_t stage_channels(const SearchSpace& space, size_t s, double width) {
   return make_divisible(static_cast<double>(space.stages.at(s).channels) * width, space.channel_divisor);
 }
@@ -703,7 +738,7 @@ std::shared_ptr<Model> build_arch_model(const SearchSpace& space, const Arch& ar
 
   int x = b.input(batch, space.in_channels, arch.resolution);
   int64_t c = stem_channels(space, arch.width);
-  x = b.conv_bn_act("stem", x, space.in_channels, c, 3, space.stem_stride, 1, space.stem_activation);
+  x = b.conv_bn_act("stem", x, space.in_channels, c, 3, stem_stride(space, arch), 1, space.stem_activation);
   for (size_t s = 0; s < arch.stages.size(); ++s) {
     const int64_t out = stage_channels(space, s, arch.width);
     for (size_t i = 0; i < arch.stages[s].size(); ++i) {

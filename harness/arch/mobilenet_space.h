@@ -12,14 +12,16 @@
 //   width_multipliers: [0.35, 0.5, 0.75, 1.0]   # optional; default [1.0]
 //   channel_divisor: 8                   # optional; channels rounded as MobileNetV2's make_divisible
 //   stem: {channels: 16, stride: 2, activation: hardswish}   # 3x3 conv + BN + act
+//                                        # stride: [1, 2] makes the stem's stride a decision
 //   head: {channels: 1280, activation: hardswish}            # 1x1 conv + BN + act, GAP, Gemm
 //   block_choices:                       # optional defaults for every stage
 //     {kernels: [3, 5, 7], expansions: [1, 3, 6], se: [false, true], activations: [relu, hardswish]}
 //   stages:
 //     - {depths: [1, 2, 3], channels: 24, stride: 2}   # may override any block_choices key
 //
-// Decisions of an architecture: the resolution, the width multiplier, per stage the depth,
-// per block its kernel, expansion, squeeze-excitation on/off and activation.
+// Decisions of an architecture: the resolution, the width multiplier, the stem's stride (when
+// the space lists several), per stage the depth, per block its kernel, expansion,
+// squeeze-excitation on/off and activation.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -57,7 +59,8 @@ struct SearchSpace {
   std::vector<double> width_multipliers;  // choices
   int64_t channel_divisor = 8;
   int64_t stem_channels = 16;
-  int64_t stem_stride = 2;
+  int64_t stem_stride = 2;                // the default: stem_strides[0]
+  std::vector<int64_t> stem_strides{2};   // choices (`stem.stride` a list); one when fixed
   std::string stem_activation = "hardswish";
   int64_t head_channels = 1280;
   std::string head_activation = "hardswish";
@@ -85,11 +88,16 @@ struct BlockChoice {
 struct Arch {
   int64_t resolution = 0;
   double width = 1.0;
+  // 0: the space's default stem stride (spaces with a fixed stem, and every architecture
+  // written before the stem's stride became a decision); otherwise a stride other than the
+  // default. Keeping the default implicit keeps those architectures' encodings unchanged.
+  int64_t stem_stride = 0;
   std::vector<std::vector<BlockChoice>> stages;  // stages[s].size() is the stage's depth
   bool operator==(const Arch&) const = default;
 
-  // "r160-w0.75|k3e6.relu-k5e3se.hardswish|k7e1.silu": resolution and width, then one
-  // '|'-separated group per stage of '-'-separated blocks "k<kernel>e<expansion>[se].<act>".
+  // "r160-w0.75|k3e6.relu-k5e3se.hardswish|k7e1.silu": resolution and width (then "-s<stride>"
+  // when stem_stride is set, e.g. "r28-w0.75-s2"), then one '|'-separated group per stage of
+  // '-'-separated blocks "k<kernel>e<expansion>[se].<act>".
   // Stable (NAS and the predictor key results on it) and parsed back by parse_arch.
   std::string to_string() const;
 };
@@ -118,6 +126,11 @@ Arch sample_arch_sized(const SearchSpace& space, double size, std::mt19937_64& r
 // always changes. A deeper stage gets newly sampled blocks, a shallower one drops its last ones.
 // Throws when the space has only one architecture or `arch` is not in the space.
 Arch mutate_arch(const SearchSpace& space, const Arch& arch, std::mt19937_64& rng, double prob);
+
+// The stride the stem of `arch` uses in `space` (its own, or the space's default).
+int64_t stem_stride(const SearchSpace& space, const Arch& arch);
+// `stride` as an Arch stores it: 0 for the space's default.
+int64_t canonical_stem_stride(const SearchSpace& space, int64_t stride);
 
 // Output channels of stage `s` (and the stem/head) for a width multiplier, after rounding.
 int64_t stage_channels(const SearchSpace& space, size_t s, double width);

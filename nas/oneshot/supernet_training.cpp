@@ -45,6 +45,8 @@ int64_t fingerprint(const SupernetWeights& w, const train::TrainConfig& r, const
   const arch::SearchSpace& sp = w.space();
   s += " space " + std::to_string(sp.in_channels) + "/" + std::to_string(sp.classes) + "/" +
        std::to_string(sp.stem_channels) + sp.stem_activation + "/" + std::to_string(sp.head_channels) + sp.head_activation;
+  s += " stem strides";
+  for (int64_t v : sp.stem_strides) s += " " + std::to_string(v);
   for (const arch::StageSpace& st : sp.stages) {
     s += "|" + std::to_string(st.channels) + "s" + std::to_string(st.stride) + "d";
     for (int64_t d : st.depths) s += std::to_string(d) + ",";

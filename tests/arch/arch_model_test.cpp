@@ -110,6 +110,25 @@ TEST(ArchModel, SameSeedSameWeightsOtherSeedOtherWeights) {
   EXPECT_TRUE(differs);
 }
 
+// The stem's stride decision reaches the graph: stride 2 quarters every later plane.
+TEST(ArchModel, StemStrideDecisionSetsTheStemConvStride) {
+  SearchSpace s = tiny_space();
+  s.stem_strides = {s.stem_stride, 3 - s.stem_stride};  // both 1 and 2
+  std::mt19937_64 rng(2);
+  Arch a = sample_arch(s, rng);
+  a.stem_stride = 0;
+  const double macs_default = estimate_graph_cost(build_arch_model(s, a, 0)->graph).total.macs;
+  a.stem_stride = 3 - s.stem_stride;
+  const auto other = build_arch_model(s, a, 0);
+  expect_runs(other, s, a, 1);
+  const double macs_other = estimate_graph_cost(other->graph).total.macs;
+  const Node& stem = *std::find_if(other->graph.nodes.begin(), other->graph.nodes.end(),
+                                   [](const Node& n) { return n.op_type == "Conv"; });
+  EXPECT_EQ(stem.attr_ints("strides"), (std::vector<int64_t>{a.stem_stride, a.stem_stride}));
+  if (a.stem_stride == 2) EXPECT_LT(macs_other, 0.5 * macs_default);
+  else EXPECT_GT(macs_other, 2 * macs_default);
+}
+
 TEST(ArchModel, RefusesArchsOutsideTheSpace) {
   const SearchSpace s = tiny_space();
   std::mt19937_64 rng(5);

@@ -414,5 +414,63 @@ TEST(ArchMutate, RefusesSingleArchitectureSpacesAndForeignArchs) {
   }
 }
 
+// `stem: {stride: [1, 2]}` makes the stem's stride a decision. The first entry is the default,
+// which an architecture keeps implicit (0), so encodings written before the decision existed
+// ("r28-w0.5|...") still mean the same network; the other stride is written "-s2".
+TEST(ArchStemStride, ListMakesADecisionWithAnImplicitDefault) {
+  const SearchSpace s = parse_search_space(YAML::Load(R"(input: [1, 28, 28]
+classes: 10
+stem: {channels: 16, stride: [1, 2]}
+stages:
+  - {depths: [1], channels: 16, stride: 2}
+)"),
+                                           "s.yaml");
+  EXPECT_EQ(s.stem_stride, 1);
+  EXPECT_EQ(s.stem_strides, (std::vector<int64_t>{1, 2}));
+  const Arch base = parse_arch("r28-w1|k3e6.relu6");
+  EXPECT_EQ(base.stem_stride, 0);
+  EXPECT_EQ(stem_stride(s, base), 1);
+  const Arch s2 = parse_arch("r28-w1-s2|k3e6.relu6");
+  EXPECT_EQ(s2.stem_stride, 2);
+  EXPECT_EQ(stem_stride(s, s2), 2);
+  EXPECT_EQ(s2.to_string(), "r28-w1-s2|k3e6.relu6");
+  EXPECT_TRUE(arch_in_space(s, s2));
+  EXPECT_NE(arch_to_json(s2).find("\"stem_stride\":2"), std::string::npos);
+  EXPECT_EQ(canonical_stem_stride(s, 1), 0);
+  EXPECT_EQ(canonical_stem_stride(s, 2), 2);
+
+  // Sampling draws both strides, always in canonical form; mutation flips it.
+  std::mt19937_64 rng(5);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 64; ++i) {
+    const Arch a = sample_arch(s, rng);
+    EXPECT_TRUE(a.stem_stride == 0 || a.stem_stride == 2) << a.to_string();
+    seen.insert(stem_stride(s, a));
+  }
+  EXPECT_EQ(seen, (std::set<int64_t>{1, 2}));
+  // The stem's stride is the space's only decision with two choices: every mutation flips it.
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(stem_stride(s, mutate_arch(s, base, rng, 0.5)), 2);
+  // Sized draws rank stride 2 as the cheaper choice.
+  int cheap_s2 = 0;
+  for (int i = 0; i < 200; ++i) cheap_s2 += stem_stride(s, sample_arch_sized(s, 0.0, rng)) == 2;
+  EXPECT_GT(cheap_s2, 120);
+
+  // A fixed stem refuses a stride it does not have.
+  const SearchSpace fixed = parse_search_space(YAML::Load(kMinimal), "m.yaml");
+  std::string why;
+  EXPECT_FALSE(arch_in_space(fixed, parse_arch("r32-w1-s1|k3e6.relu6"), &why));
+  EXPECT_NE(why.find("stem stride 1 is not one of [2]"), std::string::npos) << why;
+  EXPECT_TRUE(arch_in_space(fixed, parse_arch("r32-w1|k3e6.relu6")));
+}
+
+TEST(ArchStemStride, BadValuesAreErrors) {
+  EXPECT_NE(parse_error("input: [1, 28, 28]\nstem: {stride: [1, 3]}\nstages:\n  - {depths: [1], channels: 8}\n")
+                .find("space.yaml:2:20: 'stem.stride' must be a non-empty list of distinct strides, each 1 or 2"),
+            std::string::npos);
+  for (const std::string bad : {"r28-w1-s3|k3e1.relu", "r28-w1-x2|k3e1.relu", "r28-w1-s|k3e1.relu", "r28-w1-s2-s2|k3e1.relu"}) {
+    EXPECT_THROW(parse_arch(bad), Error) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace xnn::arch

@@ -3,6 +3,8 @@
 // per-epoch line the pruner reads (nas/blackbox_search.h).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -169,6 +171,28 @@ TEST(NasConfig, SearchSpaceHasOneParameterPerDecision) {
     EXPECT_EQ(r.schedule.base_lr, std::get<double>(p.at("hp.lr")));
     EXPECT_EQ(r.batch_size, std::get<int64_t>(p.at("hp.batch_size")));
   }
+}
+
+// A space whose stem stride is a decision gets a `stem_stride` parameter; the default stride
+// maps back to the implicit (0) form so encodings stay canonical.
+TEST(NasConfig, StemStrideDecisionIsAParameter) {
+  NasConfig c = load_text(space_line());
+  const size_t fixed = make_search_space(c).size();
+  c.space.stem_strides = {c.space.stem_stride, 3 - c.space.stem_stride};
+  const SearchSpace s = make_search_space(c);
+  EXPECT_EQ(s.size(), fixed + 1);
+  ASSERT_NO_THROW(s.index_of("stem_stride"));
+  std::mt19937_64 rng(11);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 40; ++i) {
+    const TrialParams p = s.sample(rng);
+    const arch::Arch a = arch_from_params(c.space, p);
+    EXPECT_EQ(arch::stem_stride(c.space, a), std::get<int64_t>(p.at("stem_stride")));
+    EXPECT_EQ(a.stem_stride, arch::canonical_stem_stride(c.space, arch::stem_stride(c.space, a)));
+    EXPECT_EQ(arch_from_params(c.space, params_from_arch(c.space, a)), a);
+    seen.insert(arch::stem_stride(c.space, a));
+  }
+  EXPECT_EQ(seen.size(), 2u);
 }
 
 TEST(NasConfig, InactiveBlocksAreIgnored) {
