@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
 
 #include "engine/core/error.h"
@@ -20,6 +21,7 @@
 #include "nas/blackbox_search.h"
 #include "nas/hardware_feedback.h"
 #include "nas/darts/darts_search.h"
+#include "nas/oneshot/objective_server.h"
 #include "nas/oneshot/oneshot_search.h"
 
 namespace xnn::cli {
@@ -72,7 +74,7 @@ void add_nas_command(CLI::App& app, int& exit_code) {
                                         "measure, export the Pareto front");
   static std::string config_path, db_path = "xnn-lab.db";
   static std::vector<std::string> overrides;
-  static bool as_json = false;
+  static bool as_json = false, objective_server = false;
   cmd->add_option("config", config_path, "NAS config (YAML), e.g. configs/nas/fmnist_evolution.yaml")
       ->required()
       ->check(CLI::ExistingFile);
@@ -80,10 +82,12 @@ void add_nas_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--db", db_path, "Results store (SQLite): the study, its trials and the measurement jobs")
       ->capture_default_str();
   cmd->add_flag("--json", as_json, "Print the final front and the baselines as JSON (progress goes to stderr)");
+  cmd->add_flag("--objective-server", objective_server,
+                "method oneshot: train (or load) the supernet, then score subnets for requests on stdin "
+                "(protocol: nas/oneshot/objective_server.h), so other search libraries drive the same objective");
   cmd->footer("An interrupted search resumes from the database: run the same command again.");
   cmd->callback([&exit_code] {
     const nas::NasConfig cfg = nas::load_nas_config(config_path, overrides);
-    Store store(db_path);
     TargetSettings ts;
     ts.name = cfg.latency.target;
     ts.kind = cfg.latency.target;
@@ -94,6 +98,15 @@ void add_nas_command(CLI::App& app, int& exit_code) {
     std::unique_ptr<Target> target = target_registry().create(ts);
     const nas::LatencyFn latency = nas::make_latency_fn(cfg.latency, target.get());
     const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    if (objective_server) {
+      if (cfg.method != "oneshot") {
+        throw Error(config_path + ": --objective-server serves the one-shot subnet objective; method is '" + cfg.method +
+                    "', not oneshot");
+      }
+      nas::serve_subnet_objective(cfg, latency, std::cin, std::cout, log);
+      return;
+    }
+    Store store(db_path);
     if (cfg.method == "blackbox") {
       std::fprintf(stderr, "nas %s: %s search, %d trials, output %s, db %s\n", cfg.name.c_str(), cfg.strategy.c_str(),
                    cfg.trials, cfg.output_dir.c_str(), db_path.c_str());

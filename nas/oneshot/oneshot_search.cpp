@@ -11,9 +11,7 @@
 #include "engine/format/xnn_format.h"
 #include "harness/util/json.h"
 #include "nas/oneshot/oneshot_config.h"
-#include "nas/oneshot/subnet_scoring.h"
-#include "nas/oneshot/supernet_training.h"
-#include "nas/oneshot/supernet_weights.h"
+#include "nas/oneshot/subnet_objective.h"
 
 namespace fs = std::filesystem;
 
@@ -92,59 +90,30 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
   const auto log = [&](const std::string& line) {
     if (progress) progress(line);
   };
-  const OneshotOptions options = parse_oneshot_options(config);
   const train::TrainConfig& recipe = config.recipe;
 
-  // 1. The supernet.
-  const auto t_supernet = Clock::now();
-  const SupernetData data = load_supernet_data(recipe, options.validation_size);
-  SupernetWeights weights(config.space, options.width, config.seed);
-  const std::string checkpoint = (fs::path(config.output_dir) / "supernet" / "supernet.tensors").string();
-  const SupernetTrainResult trained =
-      train_supernet(weights, data.train, recipe, options, config.seed, checkpoint, progress);
-  const double supernet_s = seconds_since(t_supernet);
-  log("supernet: " + std::to_string(trained.steps) + " steps, " + std::to_string(weights.size()) + " tensors, " +
-      fmt("%.1f s", supernet_s) +
+  // 1. The supernet (trained, or read from its checkpoint).
+  SubnetObjective scorer(config, latency, progress);
+  const OneshotOptions& options = scorer.options();
+  const SupernetTrainResult& trained = scorer.trained();
+  const double supernet_s = scorer.supernet_seconds();
+  log("supernet: " + std::to_string(trained.steps) + " steps, " + fmt("%.1f s", supernet_s) +
       (trained.resumed_from_epoch > 0 ? " (" + std::to_string(trained.resumed_from_epoch) + " epoch(s) from the checkpoint)"
                                       : std::string()));
 
   // 2. The subnet search: the space at the supernet's width; scores are inherited-weight top-1
   // on the validation images and latency from the config's source.
   const auto t_search = Clock::now();
-  NasConfig sub = config;
-  sub.space.width_multipliers = {options.width};
+  const NasConfig& sub = scorer.search_config();
   StudyOptions study_options;
   study_options.objective_names = config.objectives;
   Study study(store, config.name + ".subnets", make_strategy(sub), nullptr, study_options);
-  const std::vector<data::Batch> calibration = fixed_batches(data.train, recipe.batch_size, options.bn_batches, true,
-                                                             config.seed, recipe.mean, recipe.std);
-  const std::vector<data::Batch> validation =
-      fixed_batches(data.validation, recipe.batch_size, 0, false, 0, recipe.mean, recipe.std);
   const fs::path subnet_dir = fs::path(config.output_dir) / "subnets";
 
-  double recalibrate_s = 0, validate_s = 0, latency_s = 0;  // of the last subnet, for its progress line
   const Objective objective = [&](TrialContext& ctx) {
-    const auto t0 = Clock::now();
     const arch::Arch a = arch_from_params(sub.space, ctx.params());
     ctx.set_user_attr("arch", json::quote(a.to_string()));
-    CandidateResult c;
-    const std::shared_ptr<Model> model = weights.realize(a, false, 0);
-    recalibrate_batchnorm(model, calibration, recipe.threads);
-    recalibrate_s = seconds_since(t0);
-    const auto t_val = Clock::now();
-    c.top1 = top1_accuracy(model, validation, recipe.threads);
-    validate_s = seconds_since(t_val);
-    const auto t1 = Clock::now();
-    // Latency and size of the batch-1 subnet with its inherited weights, as it would ship.
-    const std::shared_ptr<Model> one = weights.realize(a, false, 1);
-    const std::string path = (subnet_dir / (subnet_name(ctx.number()) + ".xnn")).string();
-    fs::create_directories(subnet_dir);
-    save_xnn(*one, path);
-    c.latency_ms = latency(path);
-    c.params = one->graph.parameter_count();
-    c.size_bytes = static_cast<int64_t>(fs::file_size(path));
-    fs::remove(path);  // only the retrained winners are kept
-    latency_s = seconds_since(t1);
+    const CandidateResult c = scorer.score(a, (subnet_dir / (subnet_name(ctx.number()) + ".xnn")).string());
     ctx.set_user_attr("latency_ms", json::number(c.latency_ms));
     ctx.set_user_attr("params", std::to_string(c.params));
     ctx.set_user_attr("size_bytes", std::to_string(c.size_bytes));
@@ -164,8 +133,9 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
     std::string outcome = trial_state_name(last.state);
     if (last.state == TrialState::kComplete) {
       outcome = "val top1 " + fmt("%.2f%%", 100 * last.values.at(0)) + ", latency " +
-                fmt("%.3f ms", std::stod(attr(last, "latency_ms"))) + " (BN re-calibration " + fmt("%.1f s", recalibrate_s) +
-                ", validation " + fmt("%.1f s", validate_s) + ", latency " + fmt("%.1f s", latency_s) + ")";
+                fmt("%.3f ms", std::stod(attr(last, "latency_ms"))) + " (BN re-calibration " + fmt("%.1f s", scorer.recalibrate_seconds()) +
+                ", validation " + fmt("%.1f s", scorer.validate_seconds()) + ", latency " +
+                fmt("%.1f s", scorer.latency_seconds()) + ")";
     } else if (!last.error.empty()) {
       outcome += ": " + last.error;
     }

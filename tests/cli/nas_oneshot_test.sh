@@ -34,7 +34,7 @@ for p in r["front"] + r["baselines"]:
     assert os.path.isfile(p["onnx"]) and p["onnx"].endswith(".onnx"), p
 for p in r["front"]:
     assert p["name"].startswith("subnet_") and "/front/" in p["model"], p
-    assert p["arch"].startswith("r28-w0.5|"), p  # the supernet's width
+    assert p["arch"].startswith(("r28-w0.5|", "r28-w0.5-s1|")), p  # the supernet's width; either stem stride
     assert p["params"] <= 200000, p
 PY
 
@@ -49,4 +49,20 @@ assert all('arch' in x['user_attrs'] and 'latency_ms' in x['user_attrs'] for x i
 MODEL=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['front'][0]['model'])" "$work/out.json")
 run_expect "eval of the exported winner" 0 'top-1 [0-9.]+%.*\(100 samples' \
   "$XNN" eval "$MODEL" --dataset fashion-mnist --limit 100 --mean 0.2860 --std 0.3530
+
+# The objective server (what scripts/bench_oneshot_vs_optuna.py drives): the supernet comes from
+# the checkpoint above; an evaluation, a repeat from the cache, a search of 2 trials, an error.
+ZEROS=$($PY -c "print(' '.join(['0'] * int(__import__('sys').argv[1])))" 28)
+printf 'evaluate %s\nevaluate %s\nsearch evolution 1 2\nevaluate 1\nquit\n' "$ZEROS" "$ZEROS" | \
+  "$XNN" nas "$CONFIG" output.dir="$work/out" objectives=[top1] --objective-server >"$work/server.out" 2>"$work/server.err"
+check "objective server answers evaluate/search/errors" $PY -c "
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines[0]['ready'] and 'stem_stride' in lines[0]['params'], lines[0]
+assert len(lines[0]['params']) == 28, lines[0]['params']
+a, b = lines[1], lines[2]
+assert not a['cached'] and b['cached'] and a['values'] == b['values'] and a['feasible'], (a, b)
+assert [l.get('trial') for l in lines[3:5]] == [0, 1] and lines[5] == {'done': True}, lines[3:6]
+assert 'error' in lines[6] and len(lines) == 7, lines[6:]
+" "$work/server.out"
 finish
