@@ -16,6 +16,23 @@ constexpr int64_t kGroupRows = 4;  // output rows the row kernels compute togeth
 
 bool use_avx2(Isa isa) { return isa == Isa::kAvx2 && isa_supported(Isa::kAvx2); }
 
+// Blocks of 16 channels, and bands of output rows when there are too few blocks to keep every
+// thread busy (4 tasks per thread lets the dynamic split balance).
+void dwconv_c16_blocks(const DepthwiseParams& p, const float* input, const float* weights, const float* bias,
+                       const float* residual, const Activation& act, float* output, ThreadPool* pool) {
+  const int64_t blocks = (p.channels + 15) / 16;
+  const int64_t threads = pool ? pool->threads() : 1;
+  int64_t bands = 1;
+  if (threads > 1 && blocks < 4 * threads) bands = std::min(p.out_h, (4 * threads + blocks - 1) / blocks);
+  const int64_t band_rows = (p.out_h + bands - 1) / bands;
+  bands = (p.out_h + band_rows - 1) / band_rows;
+  parallel_for(pool, blocks * bands, [&](int64_t t) {
+    const int64_t oh0 = (t % bands) * band_rows;
+    f32_dwconv_c16__avx512(p, (t / bands) * 16, oh0, std::min(p.out_h, oh0 + band_rows), input, weights, bias,
+                           residual, act, output);
+  });
+}
+
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // Padded row for input row ih of one channel: zeros outside the image (scalar path; the AVX2
@@ -137,7 +154,7 @@ void dwconv_channel_blocks(const DepthwiseParams& p, const float* input, const f
 // use at most half their lanes (5×5/7×7 step 16 columns) and most taps of a padded row are
 // padding.
 bool dwconv_channels_in_lanes(const DepthwiseParams& p, Isa isa) {
-  if (!use_avx2(isa)) return false;
+  if (!use_avx2(isa) || dwconv_c16(p, isa)) return false;
   const int64_t side = std::max(p.out_h, p.out_w);
   return side <= 4 || (side <= 8 && p.kernel >= 5);
 }
@@ -177,10 +194,17 @@ bool f32_dwconv_supported(int64_t kernel, int64_t stride, int64_t dilation) {
   return (kernel == 3 || kernel == 5 || kernel == 7) && (stride == 1 || stride == 2) && dilation == 1;
 }
 
+bool dwconv_c16(const DepthwiseParams& p, Isa isa) {
+  (void)p;
+  return use_avx2(isa) && avx512_enabled();
+}
+
 std::string dwconv_kernel_name(const DepthwiseParams& p, Isa isa) {
-  if (!dwconv_channels_in_lanes(p, isa)) return dwconv_kernel_name(p.kernel, p.stride, isa);
   const std::string k = std::to_string(p.kernel);
-  return "f32_dwconv" + k + "x" + k + "s" + std::to_string(p.stride) + "c8__avx2";
+  const std::string base = "f32_dwconv" + k + "x" + k + "s" + std::to_string(p.stride);
+  if (dwconv_c16(p, isa)) return base + "c16__avx512";
+  if (!dwconv_channels_in_lanes(p, isa)) return dwconv_kernel_name(p.kernel, p.stride, isa);
+  return base + "c8__avx2";
 }
 
 std::string dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
@@ -193,6 +217,7 @@ void f32_dwconv(const DepthwiseParams& p, const float* input, const float* weigh
   XNN_CHECK(f32_dwconv_supported(p.kernel, p.stride, 1), "f32_dwconv: kernel must be 3, 5 or 7 and stride 1 or 2");
   XNN_CHECK(p.pad_t >= 0 && p.pad_l >= 0, "f32_dwconv: negative padding");
   if (p.channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
+  if (dwconv_c16(p, isa)) return dwconv_c16_blocks(p, input, weights, bias, residual, act, output, pool);
   if (dwconv_channels_in_lanes(p, isa)) return dwconv_channel_blocks(p, input, weights, bias, residual, act, output, pool);
   const DwPadRow pad_row = dwconv_pad_row(p);
   const int64_t k = p.kernel, s = p.stride;

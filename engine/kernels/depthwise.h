@@ -44,7 +44,8 @@ void f32_dwconv(const DepthwiseParams& p, const float* input, const float* weigh
                 const float* residual, const Activation& act, float* output, ThreadPool* pool, Isa isa);
 
 // "f32_dwconv3x3s1__avx2", "f32_dwconv5x5s2__scalar", ...; with the parameters, the
-// channels-in-lanes variant of small planes is named "f32_dwconv7x7s1c8__avx2".
+// channels-in-lanes variants are named "f32_dwconv7x7s1c8__avx2" (AVX2, small planes) and
+// "f32_dwconv3x3s2c16__avx512".
 std::string dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa);
 std::string dwconv_kernel_name(const DepthwiseParams& p, Isa isa);
 
@@ -97,6 +98,15 @@ struct DwChannelBlock {
 };
 bool dwconv_channels_in_lanes(const DepthwiseParams& p, Isa isa);
 void f32_dwconv_c8_block__avx2(const DwChannelBlock& b, const Activation& act);
+
+// AVX-512 (depthwise_avx512.cpp): 16 channels in the zmm lanes at every plane size and stride,
+// through a ring of padded HWC16 input rows and 16×16 transposes in and out (design in that
+// file). f32_dwconv takes it whenever avx512_enabled() and isa is kAvx2 (dwconv_c16); one call
+// computes channels [c0, c0 + 16) ∩ [0, channels) and output rows [oh0, oh1).
+bool dwconv_c16(const DepthwiseParams& p, Isa isa);
+void f32_dwconv_c16__avx512(const DepthwiseParams& p, int64_t c0, int64_t oh0, int64_t oh1, const float* input,
+                            const float* weights, const float* bias, const float* residual, const Activation& act,
+                            float* output);
 
 // The pieces f32_dwconv is built from, for drivers that reuse them (the direct convolution of
 // few input channels, direct_conv.h): the padded-row layout for p's geometry, the padded rows

@@ -142,6 +142,23 @@ TEST(CpuBackendConv, AlgorithmRule) {
   EXPECT_NE(name_of(conv_case(rng, 1, 8, 8, 9, 9, 5, 1, 2, 1, 8, true, false, "")).second.find("dwconv"), std::string::npos);
   // 1x1 stride 1 -> GEMM directly
   EXPECT_NE(name_of(conv_case(rng, 1, 32, 64, 14, 14, 1, 1, 0, 1, 1, true, true, "Relu")).second.find("conv1x1"), std::string::npos);
+  // 1x1 on a 1x1 plane (squeeze-excitation) -> GEMV on the stored weights, batch 1 and 2, every
+  // activation; with a residual -> GEMM. Both agree with the reference.
+  for (int64_t batch : {1, 2}) {
+    for (const char* act : {"", "Relu", "Sigmoid", "Silu", "HardSwish"}) {
+      for (int threads : {1, 2}) {
+        const auto [err, name] = compare(conv_case(rng, batch, 150, 70, 1, 1, 1, 1, 0, 1, 1, true, false, act),
+                                         kernels::best_isa(), threads);
+        EXPECT_NE(name.find("conv1x1_f32_gemv"), std::string::npos) << name;
+        EXPECT_LE(err, 2e-5) << name << " act '" << act << "' batch " << batch;
+      }
+    }
+  }
+  {
+    const auto [err, name] = name_of(conv_case(rng, 1, 40, 24, 1, 1, 1, 1, 0, 1, 1, false, true, "Relu"));
+    EXPECT_NE(name.find("conv1x1_gemm"), std::string::npos) << name;
+    EXPECT_LE(err, 2e-5);
+  }
   // 3x3 stride 1 with many channels -> Winograd; error within the 1e-4 budget
   const auto [err, name] = name_of(conv_case(rng, 1, 64, 64, 28, 28, 3, 1, 1, 1, 1, true, true, "Relu"));
   EXPECT_NE(name.find("winograd"), std::string::npos) << name;

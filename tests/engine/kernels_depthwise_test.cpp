@@ -193,7 +193,8 @@ TEST_P(DepthwiseIsa, ModelShapes) {
 
 TEST_P(DepthwiseIsa, SmallPlanes) {
   // The late layers of small-image networks (4x4 to 8x8 outputs): on AVX2 these run with 8
-  // channels in the lanes (dwconv_channels_in_lanes); channel counts that leave a partial block,
+  // channels in the lanes (dwconv_channels_in_lanes), with AVX-512 16 (dwconv_c16, every plane
+  // size); channel counts that leave a partial block,
   // paddings up to past the kernel (taps skipped at the top and bottom, zeros at the sides),
   // residual in place and not.
   std::mt19937 rng(4321);
@@ -210,12 +211,35 @@ TEST_P(DepthwiseIsa, SmallPlanes) {
     t.h = std::max<int64_t>(1, (oh - 1) * t.s + t.k - t.pt - t.pb);
     t.w = std::max<int64_t>(1, (ow - 1) * t.s + t.k - t.pl - t.pr);
     if (params(t).out_h <= 0 || params(t).out_w <= 0) continue;
-    lanes_cases += dwconv_channels_in_lanes(params(t), GetParam());
+    lanes_cases += dwconv_channels_in_lanes(params(t), GetParam()) || dwconv_c16(params(t), GetParam());
     const bool residual = rng() % 2, in_place = rng() % 2;
     check_case(t, GetParam(), 1 + iter % 2, rng() % 2, residual, in_place, acts[iter % 6], 500 + iter);
     if (HasFatalFailure()) return;
   }
-  if (GetParam() == Isa::kAvx2) EXPECT_GT(lanes_cases, 40);
+  if (GetParam() == Isa::kAvx2) {
+    EXPECT_GT(lanes_cases, 40);
+  }
+}
+
+TEST_P(DepthwiseIsa, ChannelBlocksAndRing) {
+  // What the AVX-512 path (16 channels per block) adds: channel counts around multiples of 16,
+  // few blocks split into row bands over 2 threads, planes whose padded rows outgrow the
+  // all-rows buffer (a ring of k rows, reused), rows wider than a transpose, in-place residual.
+  // On the other ISAs the same cases check the row kernels.
+  const Case cases[] = {
+      {15, 9, 9, 3, 1, 1, 1, 1, 1},    {16, 7, 7, 5, 2, 2, 2, 2, 2},    {17, 14, 14, 3, 2, 0, 0, 1, 1},
+      {33, 6, 11, 7, 1, 3, 3, 3, 3},   {20, 64, 64, 3, 1, 1, 1, 1, 1},  {18, 70, 45, 5, 2, 2, 1, 2, 0},
+      {31, 80, 80, 7, 2, 3, 3, 3, 3},  {3, 50, 90, 3, 1, 0, 2, 4, 1},   {40, 5, 5, 7, 1, 3, 3, 3, 3},
+  };
+  const Activation acts[] = {Activation::clip(0, 6), Activation{ActKind::kSilu}, Activation::leaky_relu(0.2f)};
+  int i = 0;
+  for (const Case& t : cases) {
+    for (int threads : {1, 2}) {
+      ++i;
+      check_case(t, GetParam(), threads, i % 2, true, i % 3 == 0, acts[i % 3], 900 + static_cast<uint32_t>(i));
+      if (HasFatalFailure()) return;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Depthwise, DepthwiseIsa, ::testing::Values(Isa::kScalar, Isa::kAvx2),
@@ -232,10 +256,17 @@ TEST(DepthwiseKernel, SupportAndNames) {
   if (isa_supported(Isa::kAvx2)) {
     EXPECT_EQ(dwconv_kernel_name(5, 2, Isa::kAvx2), "f32_dwconv5x5s2__avx2");
     DepthwiseParams small{72, 4, 4, 4, 4, 7, 1, 3, 3};
-    EXPECT_EQ(dwconv_kernel_name(small, Isa::kAvx2), "f32_dwconv7x7s1c8__avx2");
-    EXPECT_EQ(dwconv_kernel_name(small, Isa::kScalar), "f32_dwconv7x7s1__scalar");
     DepthwiseParams wide{72, 14, 14, 14, 14, 3, 1, 1, 1};
-    EXPECT_EQ(dwconv_kernel_name(wide, Isa::kAvx2), "f32_dwconv3x3s1__avx2");
+    EXPECT_EQ(dwconv_kernel_name(small, Isa::kScalar), "f32_dwconv7x7s1__scalar");
+    if (avx512_enabled()) {  // 16 channels in the lanes at every plane size
+      EXPECT_TRUE(dwconv_c16(small, Isa::kAvx2));
+      EXPECT_FALSE(dwconv_c16(small, Isa::kScalar));
+      EXPECT_EQ(dwconv_kernel_name(small, Isa::kAvx2), "f32_dwconv7x7s1c16__avx512");
+      EXPECT_EQ(dwconv_kernel_name(wide, Isa::kAvx2), "f32_dwconv3x3s1c16__avx512");
+    } else {
+      EXPECT_EQ(dwconv_kernel_name(small, Isa::kAvx2), "f32_dwconv7x7s1c8__avx2");
+      EXPECT_EQ(dwconv_kernel_name(wide, Isa::kAvx2), "f32_dwconv3x3s1__avx2");
+    }
   }
 }
 
@@ -309,9 +340,13 @@ TEST(DepthwiseBench, DISABLED_Gflops) {
       {32, 112, 112, 3, 1, 1, 1, 1, 1}, {96, 112, 112, 3, 2, 0, 0, 1, 1}, {144, 56, 56, 3, 1, 1, 1, 1, 1},
       {192, 28, 28, 3, 1, 1, 1, 1, 1},  {576, 14, 14, 3, 1, 1, 1, 1, 1},  {576, 14, 14, 3, 2, 0, 0, 1, 1},
       {960, 7, 7, 3, 1, 1, 1, 1, 1},    {240, 28, 28, 5, 2, 1, 1, 2, 2},  {480, 14, 14, 5, 1, 2, 2, 2, 2},
-      {672, 14, 14, 5, 2, 1, 1, 2, 2},  {1152, 7, 7, 5, 1, 2, 2, 2, 2},
+      {672, 14, 14, 5, 2, 1, 1, 2, 2},  {1152, 7, 7, 5, 1, 2, 2, 2, 2},  {48, 40, 40, 3, 1, 1, 1, 1, 1},
+      {32, 56, 56, 5, 1, 2, 2, 2, 2},   {32, 112, 112, 5, 1, 2, 2, 2, 2}, {32, 56, 56, 7, 1, 3, 3, 3, 3},
+      {32, 112, 112, 7, 2, 3, 3, 3, 3}, {32, 112, 112, 5, 2, 2, 2, 2, 2},
   };
-  std::printf("%-26s %10s %10s %10s %10s\n", "shape", "naive", "scalar", "avx2", "avx2/naive");
+  // "simd" is Isa::kAvx2's choice: the AVX-512 c16 kernel where avx512_enabled(), else AVX2
+  // (XNN_ISA=avx2 keeps AVX2).
+  std::printf("%-26s %10s %10s %10s %10s  %s\n", "shape", "naive", "scalar", "simd", "simd/naive", "kernel");
   for (const Case& t : cases) {
     const DepthwiseParams p = params(t);
     std::mt19937 rng(1);
@@ -334,7 +369,8 @@ TEST(DepthwiseBench, DISABLED_Gflops) {
     std::snprintf(shape, sizeof shape, "%lldx%lld %lldx%lld s%lld", static_cast<long long>(t.c),
                   static_cast<long long>(t.h), static_cast<long long>(t.k), static_cast<long long>(t.k),
                   static_cast<long long>(t.s));
-    std::printf("%-26s %10.2f %10.2f %10.2f %9.1fx\n", shape, naive * 1e-9, scalar * 1e-9, avx2 * 1e-9, avx2 / naive);
+    std::printf("%-26s %10.2f %10.2f %10.2f %9.1fx  %s\n", shape, naive * 1e-9, scalar * 1e-9, avx2 * 1e-9, avx2 / naive,
+                dwconv_kernel_name(p, Isa::kAvx2).c_str());
   }
 }
 

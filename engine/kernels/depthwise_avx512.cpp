@@ -1,0 +1,303 @@
+// AVX-512 depthwise convolution with 16 channels in the zmm lanes (declared in depthwise.h;
+// compiled for AVX-512 F+VL+BW, called only when avx512_enabled()).
+//
+// Why channels in lanes: along the width of an NCHW plane a 7×7 or 14×14 output fills one or
+// two vectors badly and most taps of a padded row are padding, and stride 2 needs even/odd
+// deinterleaving; across 16 channels every lane is useful at any plane size and stride, and a
+// tap is one FMA of a pixel vector with a weight vector. The price is two 16×16 transposes per 16
+// pixels (in and out), which the FMAs of a 3×3 to 7×7 window repay.
+//
+// One task = 16 channels × a band of output rows:
+//   1. weights and bias transposed to [k·k][16] and [16] (lanes past the channel count are 0);
+//   2. input rows transposed into a ring of padded HWC16 rows, flat over the plane (16 pixels of
+//      the contiguous NCHW plane per transpose, whatever the row width), as the output rows come
+//      to need them; the ring is zeroed once per task, so its padding columns stay zero (only
+//      image columns are ever written) — rows of padding are never read: their taps are skipped;
+//   3. each output row in groups of G pixels (G accumulators hide the FMA latency): bias, then
+//      taps row by row; a row's last group may run past its end into the next row's slots, which
+//      are computed afterwards (the buffers have slack for it);
+//   4. finished pixels transposed back 16 at a time, flat over the plane, with the residual added
+//      and the activation applied on the way out, stored masked.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/kernels/depthwise.h"
+#include "engine/kernels/elementwise.h"
+#include "engine/kernels/scratch.h"
+
+namespace xnn::kernels {
+namespace {
+
+constexpr int64_t kLanes = 16;
+
+inline __mmask16 first_lanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// r[i][j] <- r[j][i] for a 16×16 block of floats, one row per register.
+inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  const auto lo64 = [](__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+  };
+  const auto hi64 = [](__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+  };
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i + 0] = lo64(t[4 * i + 0], t[4 * i + 2]);
+    r[4 * i + 1] = hi64(t[4 * i + 0], t[4 * i + 2]);
+    r[4 * i + 2] = lo64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = hi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // Now r[4i + m] holds, in each 128-bit lane L, column m of rows 4i..4i+3 restricted to lane L's
+  // four columns (4L + m). Two rounds of 128-bit shuffles gather the lanes.
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      t[8 * h + m] = _mm512_shuffle_f32x4(r[8 * h + m], r[8 * h + 4 + m], 0x88);
+      t[8 * h + 4 + m] = _mm512_shuffle_f32x4(r[8 * h + m], r[8 * h + 4 + m], 0xDD);
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
+    r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xDD);
+  }
+}
+
+// The activations applied in registers, lane-wise the formulas of depthwise_avx2.cpp's
+// Epilogue (held to apply_activation_scalar by the tests). Sigmoid and SiLU run afterwards over
+// the finished planes with f32_vact__avx2.
+struct Epilogue512 {
+  ActKind kind;
+  __m512 alpha, beta;
+  __m512 apply(__m512 x) const {
+    const __m512 zero = _mm512_setzero_ps();
+    switch (kind) {
+      case ActKind::kRelu: return _mm512_max_ps(x, zero);
+      case ActKind::kClip:
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, alpha, _CMP_LT_OQ), _mm512_min_ps(beta, x), alpha);
+      case ActKind::kLeakyRelu:
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero, _CMP_GE_OQ), _mm512_mul_ps(x, alpha), x);
+      case ActKind::kHardSwish: {
+        __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f));
+        t = _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(zero, t));
+        return _mm512_mul_ps(x, t);
+      }
+      case ActKind::kHardSigmoid:
+        return _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(zero, _mm512_fmadd_ps(x, alpha, beta)));
+      default: return x;
+    }
+  }
+};
+
+// Pixels per group: enough accumulators to cover the FMA latency, few enough that the input
+// vectors of one kernel row ((G - 1)·S + K of them) and the accumulators fit in 32 registers.
+template <int K, int S>
+constexpr int group_pixels() {
+  return (S == 2 && K >= 5) ? 4 : 8;
+}
+
+// G output pixels starting at column ox of one output row: rows[kh] is the padded HWC16 row
+// of kernel row kh (valid for kh in [kh0, kh1)), w16 the [K·K][16] weights.
+template <int K, int S>
+inline __attribute__((always_inline)) void pixel_group(const float* const* rows, int kh0, int kh1, int64_t ox,
+                                                       const float* w16, __m512 bias, float* out) {
+  constexpr int G = group_pixels<K, S>();
+  constexpr int NV = (G - 1) * S + K;
+  __m512 acc[G];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) acc[g] = bias;
+  for (int kh = kh0; kh < kh1; ++kh) {
+    const float* row = rows[kh] + ox * S * kLanes;
+    __m512 v[NV];
+#pragma GCC unroll 21
+    for (int i = 0; i < NV; ++i) v[i] = _mm512_loadu_ps(row + i * kLanes);
+    const float* wk = w16 + kh * K * kLanes;
+#pragma GCC unroll 7
+    for (int kw = 0; kw < K; ++kw) {
+      const __m512 w = _mm512_loadu_ps(wk + kw * kLanes);
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) acc[g] = _mm512_fmadd_ps(v[g * S + kw], w, acc[g]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + g * kLanes, acc[g]);
+}
+
+// What one task works on (see the file comment); the pointers are at channel c0.
+struct Task {
+  const DepthwiseParams* p;
+  int64_t nc;                 // channels in this block, 1..16
+  int64_t oh0, oh1;           // output rows
+  const float* input;         // [nc][in_h][in_w]
+  const float* weights;       // [nc][k][k]
+  const float* bias;          // [nc] or null
+  const float* residual;      // [nc][out_h][out_w] or null (may be output)
+  float* output;              // [nc][out_h][out_w]
+};
+
+// Rows of the ring (padded input rows kept at once) for a task: every row it needs when they
+// fit in ~48 KB (small planes: one flat transpose pass), else the window's k rows.
+int64_t ring_rows(const DepthwiseParams& p, int64_t oh0, int64_t oh1, int64_t row_floats) {
+  const int64_t all = (oh1 - oh0 - 1) * p.stride + p.kernel;
+  return all * row_floats * 4 <= 48 * 1024 ? all : p.kernel;
+}
+
+template <int K, int S>
+void run_task(const Task& t, const Activation& act) {
+  const DepthwiseParams& p = *t.p;
+  constexpr int G = group_pixels<K, S>();
+  const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
+  const int64_t wp = (p.out_w - 1) * S + K;  // padded columns the outputs read
+  const int64_t row_floats = wp * kLanes;
+  const int64_t ring = ring_rows(p, t.oh0, t.oh1, row_floats);
+  // Buffers: ring (+ slack for a last group's over-read), output pixels (64 + a row + a group,
+  // + 16 for the flush's full-width loads), weights, bias.
+  const int64_t ring_floats = ring * row_floats + (G * S + K) * kLanes;
+  const int64_t out_pixels = 64 + p.out_w + G + 16;
+  float* ring_buf = thread_scratch_f32(static_cast<size_t>(ring_floats + out_pixels * kLanes + (K * K + 1) * kLanes), 2);
+  float* out16 = ring_buf + ring_floats;
+  float* w16 = out16 + out_pixels * kLanes;
+  float* bias16 = w16 + K * K * kLanes;
+  std::memset(ring_buf, 0, static_cast<size_t>(ring_floats) * sizeof(float));
+
+  const __mmask16 chans = first_lanes(t.nc);
+  // 1. Weights [c][K·K] -> [K·K][16], 16 taps per transpose; bias -> 16 lanes.
+  for (int64_t tap0 = 0; tap0 < K * K; tap0 += 16) {
+    const __mmask16 cols = first_lanes(K * K - tap0);
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) {
+      r[c] = c < t.nc ? _mm512_maskz_loadu_ps(cols, t.weights + c * K * K + tap0) : _mm512_setzero_ps();
+    }
+    transpose16(r);
+    for (int64_t j = 0; j < std::min<int64_t>(16, K * K - tap0); ++j) _mm512_storeu_ps(w16 + (tap0 + j) * kLanes, r[j]);
+  }
+  _mm512_storeu_ps(bias16, t.bias ? _mm512_maskz_loadu_ps(chans, t.bias) : _mm512_setzero_ps());
+  const __m512 bias = _mm512_loadu_ps(bias16);
+
+  // 2. Input rows [next_row, upto) (image rows) -> ring, flat over the plane.
+  int64_t next_row = std::max<int64_t>(0, t.oh0 * S - p.pad_t);
+  const auto transpose_in = [&](int64_t upto) {
+    if (upto <= next_row) return;
+    // The pixel lane 0 of the next vector maps to: image row ih, column iw, stored at dst
+    // (its ring row's column iw + pad_l), or nowhere when that column is past what outputs read.
+    int64_t ih = next_row, iw = 0;
+    const auto ring_row = [&](int64_t row) { return ring_buf + ((row + p.pad_t) % ring) * row_floats; };
+    float* dst = ring_row(ih) + p.pad_l * kLanes;
+    for (int64_t q = next_row * p.in_w; q < upto * p.in_w; q += 16) {
+      const int64_t n = std::min<int64_t>(16, upto * p.in_w - q);
+      const __mmask16 m = first_lanes(n);
+      __m512 r[16];
+#pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c) {
+        r[c] = c < t.nc ? _mm512_maskz_loadu_ps(m, t.input + c * in_plane + q) : _mm512_setzero_ps();
+      }
+      transpose16(r);
+      // Constant register indices (unrolled), so r stays in registers.
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) {
+        if (j >= n) break;
+        if (iw + p.pad_l < wp) _mm512_storeu_ps(dst, r[j]);
+        dst += kLanes;
+        if (++iw == p.in_w) {
+          iw = 0;
+          if (++ih < upto) dst = ring_row(ih) + p.pad_l * kLanes;
+        }
+      }
+    }
+    next_row = upto;
+  };
+
+  // 4. Pixels [0, count) of out16 are output pixels [first, first + count) of every channel.
+  const Epilogue512 ep{(act.kind == ActKind::kSigmoid || act.kind == ActKind::kSilu) ? ActKind::kNone : act.kind,
+                       _mm512_set1_ps(act.alpha), _mm512_set1_ps(act.beta)};
+  int64_t first = t.oh0 * p.out_w, count = 0;
+  const auto flush = [&](bool all) {
+    const int64_t done = all ? count : count / 16 * 16;
+    for (int64_t s = 0; s < done; s += 16) {
+      const __mmask16 m = first_lanes(done - s);
+      __m512 r[16];
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(out16 + (s + j) * kLanes);
+      transpose16(r);
+#pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c) {
+        if (c >= t.nc) break;
+        const int64_t o = c * out_plane + first + s;
+        __m512 v = r[c];
+        if (t.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t.residual + o));
+        _mm512_mask_storeu_ps(t.output + o, m, ep.apply(v));
+      }
+    }
+    const int64_t rest = count - done;
+    if (rest > 0) std::memmove(out16, out16 + done * kLanes, static_cast<size_t>(rest * kLanes) * sizeof(float));
+    first += done;
+    count = rest;
+  };
+
+  // 3. Output rows.
+  const float* rows[K];
+  for (int64_t oy = t.oh0; oy < t.oh1; ++oy) {
+    const int64_t top = oy * S - p.pad_t;  // image row of kernel row 0
+    const int kh0 = static_cast<int>(std::max<int64_t>(0, -top));
+    const int kh1 = static_cast<int>(std::clamp<int64_t>(p.in_h - top, kh0, K));
+    transpose_in(std::min(p.in_h, top + K));
+    for (int kh = kh0; kh < kh1; ++kh) rows[kh] = ring_buf + ((oy * S + kh) % ring) * row_floats;
+    float* dst = out16 + count * kLanes;
+    if (kh0 >= kh1) {  // a row wholly in padding: bias only
+      for (int64_t x = 0; x < p.out_w; ++x) _mm512_storeu_ps(dst + x * kLanes, bias);
+    } else {
+      for (int64_t ox = 0; ox < p.out_w; ox += G) pixel_group<K, S>(rows, kh0, kh1, ox, w16, bias, dst + ox * kLanes);
+    }
+    count += p.out_w;
+    if (count >= 64) flush(false);
+  }
+  flush(true);
+  if (act.kind == ActKind::kSigmoid || act.kind == ActKind::kSilu) {
+    const int64_t n = (t.oh1 - t.oh0) * p.out_w;
+    for (int64_t c = 0; c < t.nc; ++c) {
+      float* y = t.output + c * out_plane + t.oh0 * p.out_w;
+      f32_vact__avx2(n, y, y, act);
+    }
+  }
+}
+
+}  // namespace
+
+void f32_dwconv_c16__avx512(const DepthwiseParams& p, int64_t c0, int64_t oh0, int64_t oh1, const float* input,
+                            const float* weights, const float* bias, const float* residual, const Activation& act,
+                            float* output) {
+  const int64_t nc = std::min<int64_t>(kLanes, p.channels - c0);
+  const int64_t kk = p.kernel * p.kernel, in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
+  const Task t{&p,
+               nc,
+               oh0,
+               oh1,
+               input + c0 * in_plane,
+               weights + c0 * kk,
+               bias ? bias + c0 : nullptr,
+               residual ? residual + c0 * out_plane : nullptr,
+               output + c0 * out_plane};
+  switch (p.kernel * 10 + p.stride) {
+    case 31: return run_task<3, 1>(t, act);
+    case 32: return run_task<3, 2>(t, act);
+    case 51: return run_task<5, 1>(t, act);
+    case 52: return run_task<5, 2>(t, act);
+    case 71: return run_task<7, 1>(t, act);
+    default: return run_task<7, 2>(t, act);
+  }
+}
+
+}  // namespace xnn::kernels
