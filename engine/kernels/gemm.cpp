@@ -75,6 +75,8 @@ struct KernelSet {
   int mr, nr;
   GemmUkernelFn main;
   GemmUkernelFn narrow;  // for a panel with at most nr/2 valid columns; may be null
+  bool narrow_reads_nr;  // narrow reads only the nr valid columns of each B row: a partial
+                         // panel may then be read in place rather than packed
   int64_t kc, mc, nc;
   const char* name;
 };
@@ -86,6 +88,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                    .nr = internal::kAvx2Nr,
                                    .main = internal::f32_gemm_16x16__avx512,
                                    .narrow = internal::f32_gemm_16x8__avx512,
+                                   .narrow_reads_nr = true,
                                    .kc = 384,
                                    .mc = 96,
                                    .nc = 512,
@@ -95,6 +98,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                  .nr = internal::kAvx2Nr,
                                  .main = internal::f32_gemm_6x16__avx2,
                                  .narrow = internal::f32_gemm_6x8__avx2,
+                                 .narrow_reads_nr = false,
                                  .kc = 384,
                                  .mc = 96,
                                  .nc = 512,
@@ -104,6 +108,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                         .nr = internal::kAvx2Nr,
                                         .main = internal::f32_gemm_6x16__scalar,
                                         .narrow = nullptr,
+                                        .narrow_reads_nr = false,
                                         .kc = 384,
                                         .mc = 96,
                                         .nc = 512,
@@ -112,6 +117,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                    .nr = internal::kScalarNr,
                                    .main = internal::f32_gemm_4x8__scalar,
                                    .narrow = nullptr,
+                                   .narrow_reads_nr = false,
                                    .kc = 256,
                                    .mc = 64,
                                    .nc = 256,
@@ -259,18 +265,20 @@ void run_task(const GemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t 
       const bool first = kb == 0, last = kb == kblocks - 1;
       const bool add_bias_res = g.residual_is_c ? first : last;
       const int64_t full_nc = direct_b ? nc / ks.nr * ks.nr : 0;  // columns read in place
-      if (direct_b) {
-        if (full_nc < nc) pack_b_block(g.b, pc, kc, jc + full_nc, nc - full_nc, ks.nr, bpack);
-      } else {
-        pack_b_block(g.b, pc, kc, jc, nc, ks.nr, bpack);
-      }
+      // A narrow last panel whose kernel reads only its valid columns is read in place too
+      // (packing 4 columns of a 288-deep B into a zero-padded 16-wide panel took 2/3 of a
+      // 72x4x288 GEMM).
+      const int64_t tail = nc % ks.nr;
+      const bool tail_in_place = ks.narrow_reads_nr && g.b.col_stride == 1 && tail > 0 && tail * 2 <= ks.nr;
+      const int64_t packed_end = tail_in_place ? nc - tail : nc;  // columns [full_nc, packed_end) packed
+      if (full_nc < packed_end) pack_b_block(g.b, pc, kc, jc + full_nc, packed_end - full_nc, ks.nr, bpack);
       for (int64_t ic = r0; ic < r1; ic += ks.mc) {
         const int64_t ic_end = std::min(r1, ic + ks.mc);
         for (int64_t jr = 0; jr < nc; jr += ks.nr) {
           const size_t nr = static_cast<size_t>(std::min<int64_t>(ks.nr, nc - jr));
           const GemmUkernelFn fn = (ks.narrow && nr * 2 <= static_cast<size_t>(ks.nr)) ? ks.narrow : ks.main;
           const int64_t col = jc + jr;
-          const bool in_place = jr < full_nc;
+          const bool in_place = jr < full_nc || jr >= packed_end;
           const float* bpanel =
               in_place ? g.b.data + pc * g.b.row_stride + col : bpack + (jr - full_nc) / ks.nr * kc * ks.nr;
           const int64_t b_stride = in_place ? g.b.row_stride : ks.nr;

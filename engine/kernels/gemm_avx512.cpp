@@ -8,7 +8,8 @@
 // FMA latency twice. The k loop is one asm block (accumulators pinned to zmm0-15, as in
 // qgemm_avx512vnni.cpp: GCC 12's allocation of the intrinsics spills them once the epilogue is
 // inlined); the tile is then stored to the stack and finished from there.
-// 16x8: the same on ymm (EVEX: ymm0-15 + ymm16) for a panel with at most 8 valid columns.
+// 16x8: a panel with at most 8 valid columns (the last of N = 49, 196, ...; all of N <= 8),
+// computed column-wise instead (k_loop_columns).
 //
 // Epilogue, per valid row: (+ C) (+ bias) (+ residual), the in-register activations with the
 // scalar definitions' operations (AVX2 kernel's VecAct, 16 lanes), masked stores for edge rows
@@ -54,24 +55,6 @@ inline void k_loop_16x16(size_t kc, const float* a, const float* b, int64_t b_by
                : "cc", "memory", XNN_VREGS);
 }
 
-// tile[16][8]: the first 8 columns of each B row.
-inline void k_loop_16x8(size_t kc, const float* a, const float* b, int64_t b_bytes, float* tile) {
-  asm volatile(XNN_ROWS(XNN_ZERO, "ymm")
-               "test %[k], %[k]\n\t"
-               "jz 2f\n\t"
-               "1:\n\t"
-               "vmovups (%[b]), %%ymm16\n\t"
-               XNN_ROWS(XNN_FMA, "ymm", "%{1to8%}")
-               "add $64, %[a]\n\t"
-               "add %[bs], %[b]\n\t"
-               "dec %[k]\n\t"
-               "jnz 1b\n\t"
-               "2:\n\t"
-               XNN_ROWS(XNN_STORE, "ymm", 32)
-               : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kc)
-               : [bs] "r"(b_bytes), [t] "r"(tile)
-               : "cc", "memory", XNN_VREGS);
-}
 #undef XNN_ZERO
 #undef XNN_FMA
 #undef XNN_STORE
@@ -125,6 +108,61 @@ inline void finish(const float* tile, int64_t ldt, size_t mr, size_t nr, float* 
   }
 }
 
+
+// A panel of nr <= 8 valid columns, turned around: one accumulator per column holding its 16
+// rows, so every FMA lane is useful. Per k step one zmm load of the packed A column and NR FMAs
+// with B[k][j] broadcast, where one accumulator per row (the 16x16 layout on ymm) spends 16
+// FMAs of 8 lanes, most of them padding for a narrow panel: 2x to 16x fewer FMAs for N = 49's
+// or N = 196's last panel and for 2×2 planes (N = 4). Only columns [0, NR) of each B row are
+// read, so the driver reads a partial panel in place instead of packing it (zero-padded) first.
+// NR <= 4 splits k into even and odd steps (8 independent chains cover the FMA latency) and adds
+// the halves at the end.
+template <int NR>
+inline void k_loop_columns(size_t kc, const float* a, const float* b, int64_t b_stride, float* tile) {
+  constexpr int kChains = NR <= 4 ? 2 : 1;
+  __m512 acc[kChains][NR];
+#pragma GCC unroll 2
+  for (int h = 0; h < kChains; ++h) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[h][j] = _mm512_setzero_ps();
+  }
+  size_t k = 0;
+  for (; k + kChains <= kc; k += kChains) {
+#pragma GCC unroll 2
+    for (int h = 0; h < kChains; ++h) {
+      const __m512 av = _mm512_loadu_ps(a + (k + h) * 16);
+      const float* brow = b + static_cast<int64_t>(k + h) * b_stride;
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; ++j) acc[h][j] = _mm512_fmadd_ps(av, _mm512_set1_ps(brow[j]), acc[h][j]);
+    }
+  }
+  for (; k < kc; ++k) {
+    const __m512 av = _mm512_loadu_ps(a + k * 16);
+    const float* brow = b + static_cast<int64_t>(k) * b_stride;
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[0][j] = _mm512_fmadd_ps(av, _mm512_set1_ps(brow[j]), acc[0][j]);
+  }
+  alignas(64) float cols[NR][16];
+#pragma GCC unroll 8
+  for (int j = 0; j < NR; ++j) {
+    __m512 v = acc[0][j];
+    if constexpr (kChains == 2) v = _mm512_add_ps(v, acc[1][j]);
+    _mm512_store_ps(cols[j], v);
+  }
+  for (int i = 0; i < 16; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) tile[i * NR + j] = cols[j][i];
+  }
+}
+
+template <int NR>
+void narrow_tile(size_t mr, size_t kc, const float* a, const float* b, int64_t b_stride, float* c, int64_t ldc,
+                 bool accumulate, const GemmTileEpilogue& ep) {
+  alignas(64) float tile[16 * NR];
+  k_loop_columns<NR>(kc, a, b, b_stride, tile);
+  finish(tile, NR, mr, NR, c, ldc, accumulate, ep);
+}
+
 }  // namespace
 
 XNN_GEMM_UKERNEL(f32_gemm_16x16__avx512) {
@@ -134,9 +172,16 @@ XNN_GEMM_UKERNEL(f32_gemm_16x16__avx512) {
 }
 
 XNN_GEMM_UKERNEL(f32_gemm_16x8__avx512) {
-  alignas(64) float tile[16 * 8];
-  k_loop_16x8(kc, a, b, b_stride * static_cast<int64_t>(sizeof(float)), tile);
-  finish(tile, 8, mr, nr, c, ldc, accumulate, ep);
+  switch (nr) {
+    case 1: return narrow_tile<1>(mr, kc, a, b, b_stride, c, ldc, accumulate, ep);
+    case 2: return narrow_tile<2>(mr, kc, a, b, b_stride, c, ldc, accumulate, ep);
+    case 3: return narrow_tile<3>(mr, kc, a, b, b_stride, c, ldc, accumulate, ep);
+    case 4: return narrow_tile<4>(mr, kc, a, b, b_stride, c, ldc, accumulate, ep);
+    case 5: return narrow_tile<5>(mr, kc, a, b, b_stride, c, ldc, accumulate, ep);
+    case 6: return narrow_tile<6>(mr, kc, a, b, b_stride, c, ldc, accumulate, ep);
+    case 7: return narrow_tile<7>(mr, kc, a, b, b_stride, c, ldc, accumulate, ep);
+    default: return narrow_tile<8>(mr, kc, a, b, b_stride, c, ldc, accumulate, ep);
+  }
 }
 
 }  // namespace xnn::kernels::internal

@@ -228,7 +228,12 @@ TEST(PoolKernel, ModelShapes) {
                                 {{1, 8, 56, 56}, 2, 2, 2, 2, 0, 0, 0, 0},
                                 {{2, 4, 57, 75}, 3, 3, 2, 2, 0, 0, 0, 0, true},
                                 {{1, 4, 35, 35}, 2, 2, 2, 2, 0, 0, 0, 0, true},
-                                {{1, 3, 147, 147}, 3, 3, 2, 2, 0, 0, 0, 0}};
+                                {{1, 3, 147, 147}, 3, 3, 2, 2, 0, 0, 0, 0},
+                                // small planes, mostly or wholly a partial vector block per row:
+                                // LeNet-5's 28->14 and 10->5 pools, SqueezeNet's 27->13 (ceil)
+                                {{1, 6, 28, 28}, 2, 2, 2, 2, 0, 0, 0, 0},
+                                {{1, 16, 10, 10}, 2, 2, 2, 2, 0, 0, 0, 0},
+                                {{1, 5, 27, 27}, 3, 3, 2, 2, 0, 0, 0, 0, true}};
   for (const PoolGeometry& g : maxes) {
     const std::string name = expect_matches_reference(make_case("MaxPool", {random_tensor(rng, g.x)}, pool_attrs(g)),
                                                       0, describe(g));
@@ -253,6 +258,8 @@ TEST(PoolKernel, ModelShapes) {
   for (int64_t include : {0, 1}) {
     for (const PoolGeometry& g : {PoolGeometry{{1, 8, 35, 35}, 3, 3, 1, 1, 1, 1, 1, 1},
                                   PoolGeometry{{1, 8, 28, 28}, 2, 2, 2, 2, 0, 0, 0, 0},
+                                  PoolGeometry{{1, 8, 10, 11}, 2, 2, 2, 2, 0, 0, 0, 0},
+                                  PoolGeometry{{1, 8, 9, 9}, 3, 3, 1, 1, 1, 1, 1, 1},
                                   PoolGeometry{{1, 8, 29, 31}, 3, 3, 2, 2, 1, 1, 1, 1, true}}) {
       Attrs a = pool_attrs(g);
       a["count_include_pad"] = include;

@@ -128,6 +128,30 @@ TEST_P(GemmIsaTest, MatchesReferenceOverSizeCube) {
   }
 }
 
+// A last panel of 1..8 valid columns, alone (N <= 8) or after full panels, over one and several
+// K blocks, with the whole epilogue. B is exactly K×N floats in its own allocation: the AVX-512
+// narrow kernel reads such a panel in place, and must not read past its columns (ASan builds
+// catch a read beyond the last row).
+TEST_P(GemmIsaTest, NarrowLastPanelEveryWidth) {
+  std::mt19937 rng(7);
+  for (int64_t tail = 1; tail <= 8; ++tail) {
+    for (int64_t n : {tail, 16 + tail, 48 + tail}) {
+      for (int64_t k : {3, 300, 801}) {
+        const int64_t m = 21;
+        Operand a = make_operand(rng, m, k, 'r');
+        std::vector<float> bmem = random_vector(rng, static_cast<size_t>(k * n));
+        const MatrixRef b{bmem.data(), n, 1};
+        std::vector<float> bias = random_vector(rng, m), res = random_vector(rng, static_cast<size_t>(m * n));
+        GemmEpilogue ep{bias.data(), res.data(), n, Activation::leaky_relu(0.1f)};
+        std::vector<float> c(static_cast<size_t>(m * n));
+        f32_gemm(PackedA(m, k, a.ref, isa(), family()), n, b, c.data(), n, ep, nullptr);
+        expect_matches_reference(m, n, k, a.ref, b, c.data(), n, ep, "narrow tail");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 // K beyond KC (256): several K blocks accumulate through C, and bias/residual/activation must
 // still be applied exactly once.
 TEST_P(GemmIsaTest, DeepKAccumulatesAcrossBlocks) {
