@@ -24,82 +24,16 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/kernels/c16_avx512.h"
 #include "engine/kernels/depthwise.h"
-#include "engine/kernels/elementwise.h"
 #include "engine/kernels/scratch.h"
 
 namespace xnn::kernels {
 namespace {
 
-constexpr int64_t kLanes = 16;
-
-inline __mmask16 first_lanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
-// r[i][j] <- r[j][i] for a 16×16 block of floats, one row per register.
-inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
-  __m512 t[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  const auto lo64 = [](__m512 a, __m512 b) {
-    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
-  };
-  const auto hi64 = [](__m512 a, __m512 b) {
-    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
-  };
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i + 0] = lo64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 1] = hi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 2] = lo64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = hi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  // Now r[4i + m] holds, in each 128-bit lane L, column m of rows 4i..4i+3 restricted to lane L's
-  // four columns (4L + m). Two rounds of 128-bit shuffles gather the lanes.
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-#pragma GCC unroll 4
-    for (int m = 0; m < 4; ++m) {
-      t[8 * h + m] = _mm512_shuffle_f32x4(r[8 * h + m], r[8 * h + 4 + m], 0x88);
-      t[8 * h + 4 + m] = _mm512_shuffle_f32x4(r[8 * h + m], r[8 * h + 4 + m], 0xDD);
-    }
-  }
-#pragma GCC unroll 8
-  for (int m = 0; m < 8; ++m) {
-    r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
-    r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xDD);
-  }
-}
-
-// The activations applied in registers, lane-wise the formulas of depthwise_avx2.cpp's
-// Epilogue (held to apply_activation_scalar by the tests). Sigmoid and SiLU run afterwards over
-// the finished planes with f32_vact__avx2.
-struct Epilogue512 {
-  ActKind kind;
-  __m512 alpha, beta;
-  __m512 apply(__m512 x) const {
-    const __m512 zero = _mm512_setzero_ps();
-    switch (kind) {
-      case ActKind::kRelu: return _mm512_max_ps(x, zero);
-      case ActKind::kClip:
-        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, alpha, _CMP_LT_OQ), _mm512_min_ps(beta, x), alpha);
-      case ActKind::kLeakyRelu:
-        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero, _CMP_GE_OQ), _mm512_mul_ps(x, alpha), x);
-      case ActKind::kHardSwish: {
-        __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f));
-        t = _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(zero, t));
-        return _mm512_mul_ps(x, t);
-      }
-      case ActKind::kHardSigmoid:
-        return _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(zero, _mm512_fmadd_ps(x, alpha, beta)));
-      default: return x;
-    }
-  }
-};
+using c16::first_lanes;
+using c16::kLanes;
+using c16::transpose16;
 
 // Pixels per group: enough accumulators to cover the FMA latency, few enough that the input
 // vectors of one kernel row ((G - 1)·S + K of them) and the accumulators fit in 32 registers.
@@ -162,10 +96,9 @@ void run_task(const Task& t, const Activation& act) {
   const int64_t wp = (p.out_w - 1) * S + K;  // padded columns the outputs read
   const int64_t row_floats = wp * kLanes;
   const int64_t ring = ring_rows(p, t.oh0, t.oh1, row_floats);
-  // Buffers: ring (+ slack for a last group's over-read), output pixels (64 + a row + a group,
-  // + 16 for the flush's full-width loads), weights, bias.
+  // Buffers: ring (+ slack for a last group's over-read), output pixels, weights, bias.
   const int64_t ring_floats = ring * row_floats + (G * S + K) * kLanes;
-  const int64_t out_pixels = 64 + p.out_w + G + 16;
+  const int64_t out_pixels = c16::ChannelWriter::pixels_capacity(p.out_w, G);
   float* ring_buf = thread_scratch_f32(static_cast<size_t>(ring_floats + out_pixels * kLanes + (K * K + 1) * kLanes), 2);
   float* out16 = ring_buf + ring_floats;
   float* w16 = out16 + out_pixels * kLanes;
@@ -174,16 +107,7 @@ void run_task(const Task& t, const Activation& act) {
 
   const __mmask16 chans = first_lanes(t.nc);
   // 1. Weights [c][K·K] -> [K·K][16], 16 taps per transpose; bias -> 16 lanes.
-  for (int64_t tap0 = 0; tap0 < K * K; tap0 += 16) {
-    const __mmask16 cols = first_lanes(K * K - tap0);
-    __m512 r[16];
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c) {
-      r[c] = c < t.nc ? _mm512_maskz_loadu_ps(cols, t.weights + c * K * K + tap0) : _mm512_setzero_ps();
-    }
-    transpose16(r);
-    for (int64_t j = 0; j < std::min<int64_t>(16, K * K - tap0); ++j) _mm512_storeu_ps(w16 + (tap0 + j) * kLanes, r[j]);
-  }
+  c16::transpose_rows_in(t.weights, K * K, t.nc, K * K, w16);
   _mm512_storeu_ps(bias16, t.bias ? _mm512_maskz_loadu_ps(chans, t.bias) : _mm512_setzero_ps());
   const __m512 bias = _mm512_loadu_ps(bias16);
 
@@ -220,32 +144,8 @@ void run_task(const Task& t, const Activation& act) {
     next_row = upto;
   };
 
-  // 4. Pixels [0, count) of out16 are output pixels [first, first + count) of every channel.
-  const Epilogue512 ep{(act.kind == ActKind::kSigmoid || act.kind == ActKind::kSilu) ? ActKind::kNone : act.kind,
-                       _mm512_set1_ps(act.alpha), _mm512_set1_ps(act.beta)};
-  int64_t first = t.oh0 * p.out_w, count = 0;
-  const auto flush = [&](bool all) {
-    const int64_t done = all ? count : count / 16 * 16;
-    for (int64_t s = 0; s < done; s += 16) {
-      const __mmask16 m = first_lanes(done - s);
-      __m512 r[16];
-#pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(out16 + (s + j) * kLanes);
-      transpose16(r);
-#pragma GCC unroll 16
-      for (int c = 0; c < 16; ++c) {
-        if (c >= t.nc) break;
-        const int64_t o = c * out_plane + first + s;
-        __m512 v = r[c];
-        if (t.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t.residual + o));
-        _mm512_mask_storeu_ps(t.output + o, m, ep.apply(v));
-      }
-    }
-    const int64_t rest = count - done;
-    if (rest > 0) std::memmove(out16, out16 + done * kLanes, static_cast<size_t>(rest * kLanes) * sizeof(float));
-    first += done;
-    count = rest;
-  };
+  // 4. Finished pixels back to NCHW.
+  c16::ChannelWriter out(out16, t.nc, out_plane, t.oh0 * p.out_w, t.residual, t.output, act);
 
   // 3. Output rows.
   const float* rows[K];
@@ -255,23 +155,15 @@ void run_task(const Task& t, const Activation& act) {
     const int kh1 = static_cast<int>(std::clamp<int64_t>(p.in_h - top, kh0, K));
     transpose_in(std::min(p.in_h, top + K));
     for (int kh = kh0; kh < kh1; ++kh) rows[kh] = ring_buf + ((oy * S + kh) % ring) * row_floats;
-    float* dst = out16 + count * kLanes;
+    float* dst = out.next();
     if (kh0 >= kh1) {  // a row wholly in padding: bias only
       for (int64_t x = 0; x < p.out_w; ++x) _mm512_storeu_ps(dst + x * kLanes, bias);
     } else {
       for (int64_t ox = 0; ox < p.out_w; ox += G) pixel_group<K, S>(rows, kh0, kh1, ox, w16, bias, dst + ox * kLanes);
     }
-    count += p.out_w;
-    if (count >= 64) flush(false);
+    out.commit(p.out_w);
   }
-  flush(true);
-  if (act.kind == ActKind::kSigmoid || act.kind == ActKind::kSilu) {
-    const int64_t n = (t.oh1 - t.oh0) * p.out_w;
-    for (int64_t c = 0; c < t.nc; ++c) {
-      float* y = t.output + c * out_plane + t.oh0 * p.out_w;
-      f32_vact__avx2(n, y, y, act);
-    }
-  }
+  out.finish();
 }
 
 }  // namespace

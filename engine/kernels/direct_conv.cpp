@@ -28,6 +28,16 @@ bool f32_conv_direct_pays(int64_t in_channels, int64_t out_channels, int64_t ker
   return kernel >= 5 && stride == 1 && in_channels <= 16 && small_plane;
 }
 
+bool direct_conv_c16(const DirectConvParams& p, Isa isa) {
+  return isa == Isa::kAvx2 && isa_supported(Isa::kAvx2) && avx512_enabled() && p.in_channels <= 16;
+}
+
+std::string conv_direct_kernel_name(const DirectConvParams& p, Isa isa) {
+  if (!direct_conv_c16(p, isa)) return conv_direct_kernel_name(p.kernel, p.stride, isa);
+  const std::string k = std::to_string(p.kernel);
+  return "f32_conv" + k + "x" + k + "s" + std::to_string(p.stride) + "_direct_c16__avx512";
+}
+
 std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
   const std::string k = std::to_string(kernel);
   const bool avx2 = isa == Isa::kAvx2 && isa_supported(Isa::kAvx2);
@@ -42,6 +52,24 @@ void f32_conv_direct(const DirectConvParams& p, const float* input, const float*
   XNN_CHECK(p.in_channels > 0, "f32_conv_direct: no input channels");
   if (p.out_channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
   const int64_t k = p.kernel, s = p.stride, cin = p.in_channels;
+  if (direct_conv_c16(p, isa)) {
+    // Blocks of 16 output channels × bands of output rows whose padded input rows take at most
+    // ~64 KB, and at least 4 tasks per thread when the blocks alone are fewer.
+    const int64_t blocks = (p.out_channels + 15) / 16;
+    const int64_t row_floats = (p.out_w - 1) * s + k + 8 * s;
+    const int64_t rows_in = std::max<int64_t>(k, 16384 / std::max<int64_t>(1, cin * row_floats));
+    int64_t band = std::max<int64_t>(1, (rows_in - k) / s + 1);
+    const int64_t threads = pool ? pool->threads() : 1;
+    const int64_t bands_wanted = threads > 1 ? (4 * threads + blocks - 1) / blocks : 1;
+    band = std::min(band, std::max<int64_t>(1, (p.out_h + bands_wanted - 1) / bands_wanted));
+    const int64_t bands = (p.out_h + band - 1) / band;
+    parallel_for(pool, blocks * bands, [&](int64_t t) {
+      const int64_t oh0 = (t % bands) * band;
+      f32_conv_direct_c16__avx512(p, (t / bands) * 16, oh0, std::min(p.out_h, oh0 + band), input, weights, bias,
+                                  residual, act, output);
+    });
+    return;
+  }
   DepthwiseParams geometry{cin, p.in_h, p.in_w, p.out_h, p.out_w, k, s, p.pad_t, p.pad_l};
   const DwPadRow pad_row = dwconv_pad_row(geometry);
 

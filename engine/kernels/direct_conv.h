@@ -12,7 +12,8 @@
 // output channels); the blocks of output channels exist only to feed a second thread when
 // there are few row blocks. Work per output is C_in·k² FMAs in registers plus C_in re-reads of
 // the row being accumulated, which is why this pays for few input channels and not for deep
-// layers (f32_conv_direct_pays).
+// layers (f32_conv_direct_pays). On AVX-512 CPUs a convolution of at most 16 input channels
+// runs the c16 kernel below instead (output channels in the lanes, one pass over the output).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -45,7 +46,19 @@ void f32_conv_direct(const DirectConvParams& p, const float* input, const float*
 bool f32_conv_direct_pays(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride, int64_t out_h,
                           int64_t out_w);
 
-// "f32_conv3x3s2_direct__avx2", "f32_conv5x5s1_direct__scalar", ...
+// "f32_conv3x3s2_direct__avx2", "f32_conv5x5s1_direct__scalar", ...; with the parameters, the
+// AVX-512 variant is named "f32_conv5x5s1_direct_c16__avx512".
 std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa);
+std::string conv_direct_kernel_name(const DirectConvParams& p, Isa isa);
+
+// AVX-512 (direct_conv_avx512.cpp): 16 output channels in the zmm lanes, each tap one FMA of a
+// broadcast input value with a weight vector, all C_in·k² taps of a pixel in one register, the
+// output written once through 16×16 transposes. f32_conv_direct takes it whenever
+// avx512_enabled(), isa is kAvx2 and C_in <= 16 (direct_conv_c16); one call computes output
+// channels [co0, co0 + 16) ∩ [0, out_channels) and output rows [oh0, oh1).
+bool direct_conv_c16(const DirectConvParams& p, Isa isa);
+void f32_conv_direct_c16__avx512(const DirectConvParams& p, int64_t co0, int64_t oh0, int64_t oh1, const float* input,
+                                 const float* weights, const float* bias, const float* residual, const Activation& act,
+                                 float* output);
 
 }  // namespace xnn::kernels

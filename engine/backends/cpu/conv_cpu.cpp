@@ -80,7 +80,9 @@ class ConvKernel final : public CpuKernel {
       case ConvAlgo::kDepthwise:
         return kernels::dwconv_kernel_name(
             kernels::DepthwiseParams{s_.cin, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl}, isa_);
-      case ConvAlgo::kDirect: return kernels::conv_direct_kernel_name(s_.kh, s_.sh, isa_);
+      case ConvAlgo::kDirect:
+        return kernels::conv_direct_kernel_name(
+            kernels::DirectConvParams{s_.cin, s_.cout, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl}, isa_);
       case ConvAlgo::kWinograd43:
       case ConvAlgo::kWinograd63: return winograd_->name();
       case ConvAlgo::kGemv1x1: return "f32_conv1x1_" + kernels::gemv_kernel_name(isa_);
