@@ -34,11 +34,15 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   if (o.validation_size < 1) s.fail("validation_size", "must be >= 1");
   s.read("bn_batches", o.bn_batches, "an integer >= 1");
   if (o.bn_batches < 1) s.fail("bn_batches", "must be >= 1");
-  s.read("retrain", o.retrain, "an integer >= 1");
-  if (o.retrain < 1) s.fail("retrain", "must be >= 1");
   s.read("retrain_at_baselines", o.retrain_at_baselines, "true or false");
   if (o.retrain_at_baselines && config.baselines.empty()) {
     s.fail("retrain_at_baselines", "needs 'baselines' in the config");
+  }
+  // 0: only the per-baseline picks (the best-accuracy subnets of a large space can take an hour
+  // each to retrain, the picks within a small baseline's latency minutes).
+  s.read("retrain", o.retrain, "an integer >= 1 (or 0 with retrain_at_baselines: true)");
+  if (o.retrain < 0 || (o.retrain == 0 && !o.retrain_at_baselines)) {
+    s.fail("retrain", "must be >= 1 (or 0 with retrain_at_baselines: true)");
   }
   return o;
 }

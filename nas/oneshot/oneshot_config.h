@@ -17,7 +17,8 @@ struct OneshotOptions {
   int steps_per_path = 1;       // optimiser steps on one sampled path before the next is drawn
   int64_t validation_size = 5000;  // training images held out to score subnets (never trained on)
   int bn_batches = 8;           // training batches that re-calibrate a subnet's BatchNorm statistics
-  int retrain = 2;              // front candidates (best inherited top-1 first) retrained from scratch
+  int retrain = 2;              // front candidates (best inherited top-1 first) retrained from scratch;
+                                // 0 only with retrain_at_baselines
   // Also retrain, per baseline, the front subnet with the best inherited top-1 among those no
   // slower than the baseline (its untrained model measured with the search's latency source):
   // the subnet specialised to each baseline's latency, so "does the search dominate it" is

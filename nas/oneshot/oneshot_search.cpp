@@ -180,6 +180,10 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
       if (!known) chosen.push_back(*it);
     }
   }
+  if (chosen.empty()) {
+    throw Error("oneshot: nothing to retrain: oneshot.retrain is 0 and no front subnet is within a baseline's "
+                "latency");
+  }
   std::vector<CandidateResult> retrained;
   for (const CandidateResult& cand : chosen) {
     const arch::Arch a = arch::parse_arch(cand.arch);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/kernels/depthwise.h"
+#include "tests/engine/activation_reference.h"
 
 namespace xnn::kernels {
 namespace {
@@ -25,24 +26,11 @@ std::vector<float> random_vector(std::mt19937& rng, int64_t n, float lo = -1.0f,
   return v;
 }
 
-// out = act(conv + bias + residual), accumulated in double; the activation in double too, except
-// that its formulas follow apply_activation_scalar.
-double act_double(double x, const Activation& a) {
-  switch (a.kind) {
-    case ActKind::kNone: return x;
-    case ActKind::kRelu: return x > 0 ? x : 0;
-    case ActKind::kClip: return x < a.alpha ? a.alpha : (x > a.beta ? a.beta : x);
-    case ActKind::kLeakyRelu: return x >= 0 ? x : x * a.alpha;
-    case ActKind::kHardSwish: return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
-    case ActKind::kHardSigmoid: return std::clamp(a.alpha * x + a.beta, 0.0, 1.0);
-    case ActKind::kSigmoid: return 1 / (1 + std::exp(-x));
-    case ActKind::kSilu: return x / (1 + std::exp(-x));
-  }
-  return x;
-}
+using test_ref::act_double;
 
-// Also returns, per output, the sum of the magnitudes of the terms added: the scale of the float
-// rounding error.
+// out = act(conv + bias + residual), accumulated in double, the activation in double too (its
+// formulas those of apply_activation_scalar). Also returns, per output, the sum of the
+// magnitudes of the terms added: the scale of the float rounding error.
 std::vector<double> reference(const DepthwiseParams& p, const std::vector<float>& x, const std::vector<float>& w,
                               const float* bias, const float* residual, const Activation& act,
                               std::vector<double>* magnitude) {

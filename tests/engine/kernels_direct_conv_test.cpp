@@ -12,23 +12,12 @@
 #include <vector>
 
 #include "engine/kernels/direct_conv.h"
+#include "tests/engine/activation_reference.h"
 
 namespace xnn::kernels {
 namespace {
 
-double act_double(double x, const Activation& a) {
-  switch (a.kind) {
-    case ActKind::kNone: return x;
-    case ActKind::kRelu: return x > 0 ? x : 0;
-    case ActKind::kClip: return x < a.alpha ? a.alpha : (x > a.beta ? a.beta : x);
-    case ActKind::kLeakyRelu: return x >= 0 ? x : x * a.alpha;
-    case ActKind::kHardSwish: return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
-    case ActKind::kHardSigmoid: return std::clamp(a.alpha * x + a.beta, 0.0, 1.0);
-    case ActKind::kSigmoid: return 1 / (1 + std::exp(-x));
-    case ActKind::kSilu: return x / (1 + std::exp(-x));
-  }
-  return x;
-}
+using test_ref::act_double;
 
 struct Case {
   int64_t cin, cout, h, w, k, s, pt, pl, pb, pr;

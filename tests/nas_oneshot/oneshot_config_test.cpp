@@ -56,6 +56,9 @@ TEST(OneshotConfig, ReadsEveryKey) {
   const OneshotOptions b = parse_oneshot_options(
       config_with("oneshot: {retrain_at_baselines: true}\n", "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
   EXPECT_TRUE(b.retrain_at_baselines);
+  const OneshotOptions z = parse_oneshot_options(config_with(
+      "oneshot: {retrain: 0, retrain_at_baselines: true}\n", "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
+  EXPECT_EQ(z.retrain, 0);  // only the per-baseline picks
 }
 
 TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
@@ -72,6 +75,9 @@ TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
   EXPECT_NE(e.find("retrain"), std::string::npos) << e;  // the allowed keys / the likely typo
   e = error_of("oneshot:\n  retrain_at_baselines: true\n");  // no baselines to measure
   EXPECT_NE(e.find(kFile + ":5:25: 'oneshot.retrain_at_baselines' needs 'baselines'"), std::string::npos) << e;
+  e = error_of("oneshot: {retrain: 0}\n");  // nothing would be retrained
+  EXPECT_NE(e.find(kFile + ":4:20: 'oneshot.retrain' must be >= 1 (or 0 with retrain_at_baselines: true)"),
+            std::string::npos) << e;
   e = error_of("oneshot: {bn_batches: -1}\n");
   EXPECT_NE(e.find(kFile + ":4:23: 'oneshot.bn_batches' must be >= 1"), std::string::npos) << e;
 }
