@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "engine/kernels/activation.h"
-#include "engine/kernels/elementwise.h"
+#include "engine/kernels/vmath_avx512.h"
 
 namespace xnn::kernels::c16 {
 
@@ -77,15 +77,13 @@ inline void transpose_rows_in(const float* src, int64_t stride, int64_t count, i
 }
 
 // The activations applied in registers, lane-wise the formulas of depthwise_avx2.cpp's Epilogue
-// (held to apply_activation_scalar by the tests). Sigmoid and SiLU run over the finished planes
-// with f32_vact__avx2 (ChannelWriter::finish).
+// (held to apply_activation_scalar by the tests); Sigmoid and SiLU those of the AVX2 activation
+// pass (vmath_avx512.h).
 struct Epilogue512 {
   ActKind kind;
   __m512 alpha, beta;
   explicit Epilogue512(const Activation& act)
-      : kind((act.kind == ActKind::kSigmoid || act.kind == ActKind::kSilu) ? ActKind::kNone : act.kind),
-        alpha(_mm512_set1_ps(act.alpha)),
-        beta(_mm512_set1_ps(act.beta)) {}
+      : kind(act.kind), alpha(_mm512_set1_ps(act.alpha)), beta(_mm512_set1_ps(act.beta)) {}
   __m512 apply(__m512 x) const {
     const __m512 zero = _mm512_setzero_ps();
     switch (kind) {
@@ -101,6 +99,8 @@ struct Epilogue512 {
       }
       case ActKind::kHardSigmoid:
         return _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(zero, _mm512_fmadd_ps(x, alpha, beta)));
+      case ActKind::kSigmoid: return vmath512::sigmoid_ps(x);
+      case ActKind::kSilu: return vmath512::silu_ps(x);
       default: return x;
     }
   }
@@ -118,24 +118,16 @@ class ChannelWriter {
 
   ChannelWriter(float* buf, int64_t channels, int64_t plane_floats, int64_t first, const float* residual, float* output,
                 const Activation& act)
-      : buf_(buf), channels_(channels), plane_(plane_floats), first_(first), start_(first), residual_(residual),
-        output_(output), act_(act), ep_(act) {}
+      : buf_(buf), channels_(channels), plane_(plane_floats), first_(first), residual_(residual), output_(output),
+        ep_(act) {}
 
   float* next() const { return buf_ + count_ * kLanes; }
   void commit(int64_t pixels) {
     count_ += pixels;
     if (count_ >= 64) flush(false);
   }
-  // Writes what is left; then Sigmoid/SiLU over every pixel written since construction.
-  void finish() {
-    flush(true);
-    if (act_.kind == ActKind::kSigmoid || act_.kind == ActKind::kSilu) {
-      for (int64_t c = 0; c < channels_; ++c) {
-        float* y = output_ + c * plane_ + start_;
-        f32_vact__avx2(first_ - start_, y, y, act_);
-      }
-    }
-  }
+  // Writes what is left.
+  void finish() { flush(true); }
 
  private:
   void flush(bool all) {
@@ -163,10 +155,9 @@ class ChannelWriter {
   }
 
   float* buf_;
-  int64_t channels_, plane_, first_, start_, count_ = 0;
+  int64_t channels_, plane_, first_, count_ = 0;
   const float* residual_;
   float* output_;
-  Activation act_;
   Epilogue512 ep_;
 };
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -369,6 +371,39 @@ TEST(GemmTest, KernelNamesFollowTheShapeConvention) {
     std::vector<float> a(6 * 4, 1.0f);
     EXPECT_STREQ(PackedA(6, 4, {a.data(), 4, 1}, Isa::kAvx2, F32GemmKernels::kAvx2).kernel_name(),
                  "f32_gemm_6x16__avx2");
+  }
+}
+
+// The AVX-512 kernels apply Sigmoid/SiLU in registers (vmath_avx512.h), the AVX2 ones in a pass
+// over the stored rows (elementwise_avx2.cpp): the same operations, so the same floats, at the
+// clamps, the overflow and underflow edges, signed zeros, infinities and NaN. With K = 1 and
+// A = 1, C is B exactly, so only the activations differ.
+TEST(GemmTest, Avx512SigmoidAndSiluMatchTheAvx2PassBitwise) {
+  if (!isa_supported(Isa::kAvx2) || !f32_gemm_kernels_supported(F32GemmKernels::kAvx512)) {
+    GTEST_SKIP() << "AVX-512 not supported on this CPU";
+  }
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> b = {-inf, -1e30f, -110.0f, -105.0f, -104.9f, -89.0f, -88.72f, -87.5f, -30.0f, -1.0f, -1e-7f,
+                          -0.0f, 0.0f,   1e-7f,  0.5f,    1.0f,    16.0f,  30.0f,   88.5f,  88.8f,  89.0f, 100.0f,
+                          1e30f, inf,    nan,    -nan,    -2.5f,   3.25f,  -1e-40f, 1e-40f, 7.0f,   -7.0f};
+  const int64_t n = static_cast<int64_t>(b.size());
+  std::vector<float> one(16, 1.0f);
+  for (ActKind kind : {ActKind::kSigmoid, ActKind::kSilu}) {
+    GemmEpilogue ep;
+    ep.act = Activation{kind};
+    std::vector<float> c2(16 * static_cast<size_t>(n)), c5(c2.size());
+    f32_gemm(PackedA(16, 1, {one.data(), 1, 1}, Isa::kAvx2, F32GemmKernels::kAvx2), n, {b.data(), n, 1}, c2.data(), n,
+             ep, nullptr);
+    f32_gemm(PackedA(16, 1, {one.data(), 1, 1}, Isa::kAvx2, F32GemmKernels::kAvx512), n, {b.data(), n, 1}, c5.data(),
+             n, ep, nullptr);
+    for (size_t i = 0; i < c2.size(); ++i) {
+      if (std::isnan(c2[i])) {
+        EXPECT_TRUE(std::isnan(c5[i])) << act_kind_name(kind) << " of " << b[i % b.size()];
+      } else {
+        EXPECT_EQ(std::bit_cast<uint32_t>(c2[i]), std::bit_cast<uint32_t>(c5[i]))
+            << act_kind_name(kind) << " of " << b[i % b.size()] << ": " << c2[i] << " vs " << c5[i];
+      }
+    }
   }
 }
 
