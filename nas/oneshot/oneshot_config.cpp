@@ -17,7 +17,7 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   }
   const config::YamlSection s(config.method_options, "oneshot", config.file,
                               {"width", "epochs", "steps_per_path", "validation_size", "bn_batches", "retrain",
-                               "retrain_at_baselines"});
+                               "retrain_at_baselines", "retrain_per_baseline"});
   OneshotOptions o;
   o.width = *std::max_element(config.space.width_multipliers.begin(), config.space.width_multipliers.end());
   o.epochs = config.recipe.epochs;
@@ -38,6 +38,8 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   if (o.retrain_at_baselines && config.baselines.empty()) {
     s.fail("retrain_at_baselines", "needs 'baselines' in the config");
   }
+  s.read("retrain_per_baseline", o.retrain_per_baseline, "an integer >= 1");
+  if (o.retrain_per_baseline < 1) s.fail("retrain_per_baseline", "must be >= 1");
   // 0: only the per-baseline picks (the best-accuracy subnets of a large space can take an hour
   // each to retrain, the picks within a small baseline's latency minutes).
   s.read("retrain", o.retrain, "an integer >= 1 (or 0 with retrain_at_baselines: true)");

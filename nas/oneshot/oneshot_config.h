@@ -24,6 +24,10 @@ struct OneshotOptions {
   // the subnet specialised to each baseline's latency, so "does the search dominate it" is
   // answered by a trained model rather than by whichever winners the accuracy ranking picked.
   bool retrain_at_baselines = false;
+  // With retrain_at_baselines: how many subnets per baseline, the best inherited top-1 first
+  // among every scored subnet within its latency (the first is always on the front). Inherited
+  // accuracy ranks close subnets poorly, so a second or third pick can retrain better.
+  int retrain_per_baseline = 1;
 };
 
 // Reads config.method_options (strict keys; errors name FILE:LINE:COL and the key) and checks

@@ -90,6 +90,16 @@ double baseline_latency_ms(const NasConfig& config, const BaselineSpec& b, const
 
 }  // namespace
 
+std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n) {
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.top1 > b.top1; });
+  std::vector<CandidateResult> picks;
+  for (CandidateResult& c : scored) {
+    if (static_cast<int>(picks.size()) >= n) break;
+    if (c.latency_ms <= budget_ms) picks.push_back(std::move(c));
+  }
+  return picks;
+}
+
 SearchResult run_oneshot_search(const NasConfig& config, Store& store, const LatencyFn& latency,
                                 const train::ProgressFn& progress) {
   const auto log = [&](const std::string& line) {
@@ -165,19 +175,21 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
   std::vector<CandidateResult> chosen(candidates.begin(),
                                       candidates.begin() + std::min<ptrdiff_t>(options.retrain, candidates.size()));
   if (options.retrain_at_baselines) {
+    // Every scored subnet: the best within a budget is on the front, the next ones
+    // (retrain_per_baseline > 1) need not be.
+    const std::vector<CandidateResult> scored = scored_subnets(study);
     for (const BaselineSpec& b : config.baselines) {
       const double budget = baseline_latency_ms(config, b, latency);
-      // candidates are sorted by inherited top-1: the first one within the budget is the best.
-      const auto it = std::find_if(candidates.begin(), candidates.end(),
-                                   [&](const CandidateResult& c) { return c.latency_ms <= budget; });
-      if (it == candidates.end()) {
-        log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): no subnet of the front within it");
-        continue;
+      const std::vector<CandidateResult> picks = best_within_latency(scored, budget, options.retrain_per_baseline);
+      if (picks.empty()) log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): no subnet within it");
+      for (size_t i = 0; i < picks.size(); ++i) {
+        const CandidateResult& c = picks[i];
+        log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): its " +
+            (i == 0 ? std::string("best") : "#" + std::to_string(i + 1)) + " subnet within it is " + c.name + " (" +
+            fmt("%.3f ms", c.latency_ms) + ", inherited " + fmt("%.2f%%", 100 * c.top1) + ")");
+        const bool known = std::any_of(chosen.begin(), chosen.end(), [&](const auto& x) { return x.name == c.name; });
+        if (!known) chosen.push_back(c);
       }
-      log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): its best subnet within it is " +
-          it->name + " (" + fmt("%.3f ms", it->latency_ms) + ", inherited " + fmt("%.2f%%", 100 * it->top1) + ")");
-      const bool known = std::any_of(chosen.begin(), chosen.end(), [&](const auto& c) { return c.name == it->name; });
-      if (!known) chosen.push_back(*it);
     }
   }
   if (chosen.empty()) {

@@ -59,6 +59,10 @@ TEST(OneshotConfig, ReadsEveryKey) {
   const OneshotOptions z = parse_oneshot_options(config_with(
       "oneshot: {retrain: 0, retrain_at_baselines: true}\n", "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
   EXPECT_EQ(z.retrain, 0);  // only the per-baseline picks
+  EXPECT_EQ(z.retrain_per_baseline, 1);
+  const OneshotOptions three = parse_oneshot_options(config_with(
+      "oneshot: {retrain_at_baselines: true, retrain_per_baseline: 3}\n", "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
+  EXPECT_EQ(three.retrain_per_baseline, 3);
 }
 
 TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
@@ -78,6 +82,8 @@ TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
   e = error_of("oneshot: {retrain: 0}\n");  // nothing would be retrained
   EXPECT_NE(e.find(kFile + ":4:20: 'oneshot.retrain' must be >= 1 (or 0 with retrain_at_baselines: true)"),
             std::string::npos) << e;
+  e = error_of("oneshot: {retrain_per_baseline: 0}\n");
+  EXPECT_NE(e.find(kFile + ":4:33: 'oneshot.retrain_per_baseline' must be >= 1"), std::string::npos) << e;
   e = error_of("oneshot: {bn_batches: -1}\n");
   EXPECT_NE(e.find(kFile + ":4:23: 'oneshot.bn_batches' must be >= 1"), std::string::npos) << e;
 }

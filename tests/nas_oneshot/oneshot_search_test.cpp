@@ -138,3 +138,25 @@ TEST(OneshotSearch, RetrainsTheBestSubnetWithinEachBaselinesLatency) {
   EXPECT_NE(line_with("baseline tiny_mobilenet (").find("no subnet of the front within it"), std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST(OneshotSearch, BestWithinLatencyPicksByInheritedTop1UnderTheBudget) {
+  const auto cand = [](const char* name, double top1, double ms) {
+    CandidateResult c;
+    c.name = name;
+    c.top1 = top1;
+    c.latency_ms = ms;
+    return c;
+  };
+  const std::vector<CandidateResult> scored = {cand("a", 0.50, 0.030), cand("b", 0.52, 0.050), cand("c", 0.49, 0.020),
+                                               cand("d", 0.51, 0.040), cand("e", 0.50, 0.041), cand("f", 0.47, 0.010)};
+  const auto names = [](const std::vector<CandidateResult>& v) {
+    std::string s;
+    for (const CandidateResult& c : v) s += c.name;
+    return s;
+  };
+  EXPECT_EQ(names(best_within_latency(scored, 0.041, 1)), "d");      // b is over the budget
+  EXPECT_EQ(names(best_within_latency(scored, 0.041, 3)), "dae");    // ties keep their order: a before e
+  EXPECT_EQ(names(best_within_latency(scored, 0.041, 10)), "daecf");
+  EXPECT_EQ(names(best_within_latency(scored, 0.005, 2)), "");       // nothing fits
+  EXPECT_EQ(names(best_within_latency(scored, 1.0, 2)), "bd");
+}
