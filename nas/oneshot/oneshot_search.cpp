@@ -95,7 +95,9 @@ std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> sc
   std::vector<CandidateResult> picks;
   for (CandidateResult& c : scored) {
     if (static_cast<int>(picks.size()) >= n) break;
-    if (c.latency_ms <= budget_ms) picks.push_back(std::move(c));
+    // Evolution can score one architecture under several trial numbers: retrain it once.
+    const bool seen = std::any_of(picks.begin(), picks.end(), [&](const auto& p) { return p.arch == c.arch; });
+    if (c.latency_ms <= budget_ms && !seen) picks.push_back(std::move(c));
   }
   return picks;
 }

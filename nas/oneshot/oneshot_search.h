@@ -22,7 +22,8 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
                                 const train::ProgressFn& progress);
 
 // retrain_at_baselines' picks for one baseline: the (at most) n subnets of `scored` with
-// latency_ms <= budget_ms, best inherited top-1 first (ties keep their order in `scored`).
+// latency_ms <= budget_ms and distinct architectures, best inherited top-1 first (ties keep
+// their order in `scored`).
 std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n);
 
 }  // namespace xnn::nas

@@ -140,15 +140,18 @@ TEST(OneshotSearch, RetrainsTheBestSubnetWithinEachBaselinesLatency) {
 }
 
 TEST(OneshotSearch, BestWithinLatencyPicksByInheritedTop1UnderTheBudget) {
-  const auto cand = [](const char* name, double top1, double ms) {
+  const auto cand = [](const char* name, double top1, double ms, const char* arch = nullptr) {
     CandidateResult c;
     c.name = name;
+    c.arch = arch ? arch : name;
     c.top1 = top1;
     c.latency_ms = ms;
     return c;
   };
+  // "g" is "d"'s architecture scored again under another trial: picked once.
   const std::vector<CandidateResult> scored = {cand("a", 0.50, 0.030), cand("b", 0.52, 0.050), cand("c", 0.49, 0.020),
-                                               cand("d", 0.51, 0.040), cand("e", 0.50, 0.041), cand("f", 0.47, 0.010)};
+                                               cand("d", 0.51, 0.040), cand("g", 0.51, 0.039, "d"),
+                                               cand("e", 0.50, 0.041), cand("f", 0.47, 0.010)};
   const auto names = [](const std::vector<CandidateResult>& v) {
     std::string s;
     for (const CandidateResult& c : v) s += c.name;
