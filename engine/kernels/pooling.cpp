@@ -29,11 +29,10 @@ RowKernel avg_row_kernel(const Pool2dParams& p, Isa isa) {
   return vector_geometry(p, isa) ? RowKernel::kAvg : RowKernel::kNone;
 }
 
-// Outputs [vlo, end) of every row have windows wholly inside the input horizontally: the vector
-// row kernels compute [vlo, vlo + 8 * blocks) in place and the last partial block from a copy
-// (tail_block), the scalar code the rest.
+// Outputs [vlo, vlo + 8 * blocks) of every row have windows wholly inside the input
+// horizontally: the vector row kernels compute them, the scalar code the rest.
 struct VectorSpan {
-  int64_t vlo = 0, blocks = 0, end = 0;
+  int64_t vlo = 0, blocks = 0;
 };
 VectorSpan vector_span(const Pool2dParams& p, RowKernel rk) {
   VectorSpan v;
@@ -43,34 +42,7 @@ VectorSpan vector_span(const Pool2dParams& p, RowKernel rk) {
   const int64_t last = p.in_w - p.kernel_w + p.pad_l;  // s * ow <= last: window ends inside
   const int64_t vhi = last < 0 ? 0 : std::min(p.out_w, last / s + 1);
   v.blocks = std::max<int64_t>(0, vhi - v.vlo) / 8;
-  v.end = std::max(v.vlo, vhi);
   return v;
-}
-
-// Widest window a partial block copies. One block of a row kernel reads at most 31 columns (8
-// outputs at stride 2: 15 + kernel_w - 1 <= 30; stride 1: 7 + kernel_w - 1); the copy is zero
-// beyond the windows' columns (lanes past the tail are computed and dropped).
-constexpr int64_t kTailKernelW = 16, kTailFloats = kPoolTailFloats;
-
-// Outputs [ow, ow + count) (count < 8, windows inside the input horizontally) of one output row:
-// the rows' window columns copied into a zero-padded buffer, one block of the row kernel on it,
-// `count` results kept. Small planes (LeNet's 14- and 5-wide pools, SqueezeNet's 13-wide ones)
-// would otherwise run most of their outputs through the scalar windows.
-template <typename Block>
-void tail_block(const Pool2dParams& p, const float* const* rows, int64_t nrows, int64_t ow, int64_t count,
-                float* yrow, Block&& block) {
-  // rows[r]: column 0 of the r-th input row inside the input.
-  alignas(32) float buf[kMaxVectorRows][kTailFloats];
-  const float* brows[kMaxVectorRows];
-  const int64_t c0 = ow * p.stride_w - p.pad_l;  // column of the first window
-  const int64_t cols = (count - 1) * p.stride_w + p.kernel_w;
-  for (int64_t r = 0; r < nrows; ++r) {
-    f32_pool_tail_copy__avx2(rows[r] + c0, cols, buf[r]);
-    brows[r] = buf[r];
-  }
-  alignas(32) float out[8];
-  block(brows, nrows, out);
-  std::copy(out, out + count, yrow + ow);
 }
 
 // Taps k in [0, kernel) of the window starting at `start` that fall inside [0, limit).
@@ -117,26 +89,18 @@ void maxpool_plane(const Pool2dParams& p, const float* xp, float* yp, RowKernel 
     const Taps rh = taps(ih0, p.kernel_h, p.in_h);
     float* yrow = yp + oh * p.out_w;
     int64_t ow = 0;
-    if (span.end > span.vlo && rh.begin < rh.end) {
+    if (span.blocks > 0 && rh.begin < rh.end) {
       for (; ow < span.vlo; ++ow) yrow[ow] = max_window(p, xp, ih0, rh, ow);
+      const int64_t c0 = span.vlo * p.stride_w - p.pad_l;
       int64_t nrows = 0;
-      for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w;
-      const auto block = [&](const float* const* r, int64_t n, int64_t col, int64_t blocks, float* dst) {
-        const float* at[kMaxVectorRows];
-        for (int64_t i = 0; i < n; ++i) at[i] = r[i] + col;
-        switch (rk) {
-          case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(at, n, blocks, dst); break;
-          case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(at, n, blocks, dst); break;
-          default: f32_maxpool2d_row__avx2(at, n, p.kernel_w, p.stride_w, blocks, dst); break;
-        }
-      };
-      if (span.blocks > 0) block(rows, nrows, span.vlo * p.stride_w - p.pad_l, span.blocks, yrow + span.vlo);
-      ow = span.vlo + 8 * span.blocks;
-      if (ow < span.end && p.kernel_w <= kTailKernelW) {
-        tail_block(p, rows, nrows, ow, span.end - ow, yrow,
-                   [&](const float* const* r, int64_t n, float* dst) { block(r, n, 0, 1, dst); });
-        ow = span.end;
+      for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w + c0;
+      float* dst = yrow + span.vlo;
+      switch (rk) {
+        case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, span.blocks, dst); break;
+        case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(rows, nrows, span.blocks, dst); break;
+        default: f32_maxpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, dst); break;
       }
+      ow = span.vlo + 8 * span.blocks;
     }
     for (; ow < p.out_w; ++ow) yrow[ow] = max_window(p, xp, ih0, rh, ow);
   }
@@ -171,24 +135,15 @@ void avgpool_plane(const Pool2dParams& p, bool count_include_pad, const float* x
       yrow[ow] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
     };
     int64_t ow = 0;
-    if (span.end > span.vlo && rh.begin < rh.end) {
+    if (span.blocks > 0 && rh.begin < rh.end) {
       for (; ow < span.vlo; ++ow) scalar(ow);
+      const int64_t c0 = span.vlo * p.stride_w - p.pad_l;
       int64_t nrows = 0;
-      for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w;
+      for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w + c0;
       // Windows inside the input horizontally count kernel_w columns either way.
       const float divisor = static_cast<float>(count_h * p.kernel_w);
-      const auto block = [&](const float* const* r, int64_t n, int64_t col, int64_t blocks, float* dst) {
-        const float* at[kMaxVectorRows];
-        for (int64_t i = 0; i < n; ++i) at[i] = r[i] + col;
-        f32_avgpool2d_row__avx2(at, n, p.kernel_w, p.stride_w, blocks, divisor, dst);
-      };
-      if (span.blocks > 0) block(rows, nrows, span.vlo * p.stride_w - p.pad_l, span.blocks, yrow + span.vlo);
+      f32_avgpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, divisor, yrow + span.vlo);
       ow = span.vlo + 8 * span.blocks;
-      if (ow < span.end && p.kernel_w <= kTailKernelW) {
-        tail_block(p, rows, nrows, ow, span.end - ow, yrow,
-                   [&](const float* const* r, int64_t n, float* dst) { block(r, n, 0, 1, dst); });
-        ow = span.end;
-      }
     }
     for (; ow < p.out_w; ++ow) scalar(ow);
   }

@@ -56,11 +56,6 @@ void f32_maxpool2d_row__avx2(const float* const* rows, int64_t nrows, int64_t ke
                              int64_t blocks, float* out);
 void f32_avgpool2d_row__avx2(const float* const* rows, int64_t nrows, int64_t kernel_w, int64_t stride_w,
                              int64_t blocks, float divisor, float* out);
-// The last partial block of a row (fewer than 8 outputs) runs one block of the kernels above on
-// a copy: kPoolTailFloats floats, src[0, cols) then zeros (cols <= kPoolTailFloats; reads only
-// src[0, cols)).
-constexpr int64_t kPoolTailFloats = 32;
-void f32_pool_tail_copy__avx2(const float* src, int64_t cols, float* dst);
 // Mean of n floats, accumulated in double.
 float f32_global_avgpool_plane__avx2(const float* x, int64_t n);
 

@@ -100,20 +100,6 @@ void f32_maxpool2d_2x2s2_row__avx2(const float* const* rows, int64_t nrows, int6
   maxpool_s2_row<2>(rows, nrows, blocks, out);
 }
 
-void f32_pool_tail_copy__avx2(const float* src, int64_t cols, float* dst) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int64_t q = 0; q < kPoolTailFloats; q += 8) {
-    const int64_t n = cols - q;
-    __m256 v = _mm256_setzero_ps();
-    if (n >= 8) {
-      v = _mm256_loadu_ps(src + q);
-    } else if (n > 0) {  // masked-off lanes never touch memory
-      v = _mm256_maskload_ps(src + q, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(n)), lane));
-    }
-    _mm256_storeu_ps(dst + q, v);
-  }
-}
-
 float f32_global_avgpool_plane__avx2(const float* x, int64_t n) {
   if (n <= 0) return 0.0f;
   // Double accumulators: the reference sums in double, and planes reach 112×112.
