@@ -195,7 +195,7 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
     }
   }
   if (chosen.empty()) {
-    throw Error("oneshot: nothing to retrain: oneshot.retrain is 0 and no front subnet is within a baseline's "
+    throw Error("oneshot: nothing to retrain: oneshot.retrain is 0 and no scored subnet is within a baseline's "
                 "latency");
   }
   std::vector<CandidateResult> retrained;
