@@ -20,50 +20,56 @@ SlicedSparseWeights::SlicedSparseWeights(int64_t rows, int64_t cols, const float
     throw Error("SlicedSparseWeights: slice shape " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
                 " (expected 8 or 16 rows and 1-32 columns)");
   }
-  const int group_rows = shape.rows, block_cols = shape.cols;
-  const int64_t col_blocks = (cols + block_cols - 1) / block_cols;
+  const int group_rows = shape.rows, window = shape.cols;
   group_start_.push_back(0);
-  std::vector<std::vector<int32_t>> found(static_cast<size_t>(group_rows));  // per lane: this block's nonzero columns
+  // Per lane: its row's nonzero columns, and how many of them earlier blocks took.
+  std::vector<std::vector<int32_t>> nonzero(static_cast<size_t>(group_rows));
+  std::vector<size_t> taken(static_cast<size_t>(group_rows));
   for (int64_t g = 0; g < groups(); ++g) {
-    for (int64_t b = 0; b < col_blocks; ++b) {
-      const int64_t c0 = b * block_cols, c1 = std::min(cols, c0 + block_cols);
-      size_t depth = 0;
+    for (int lane = 0; lane < group_rows; ++lane) {
+      std::vector<int32_t>& cols_of_lane = nonzero[static_cast<size_t>(lane)];
+      cols_of_lane.clear();
+      taken[static_cast<size_t>(lane)] = 0;
+      const int64_t r = g * group_rows + lane;
+      if (r >= rows) continue;
+      for (int64_t c = 0; c < cols; ++c) {
+        if (w[r * ldw + c] != 0.0f) cols_of_lane.push_back(static_cast<int32_t>(c));
+      }
+      nnz_ += static_cast<int64_t>(cols_of_lane.size());
+    }
+    // Sliding windows: each block's window starts at the smallest column any lane still has to
+    // take (moved left so that it ends inside the row where it can), and every lane takes up to 4
+    // of its next nonzeros inside it. Lanes whose nonzeros are sparse there take them from ahead
+    // of the slowest lane instead of idling, as they would in fixed, aligned windows: at 80% zeros
+    // (784->300, uniform) 75% of the lanes carry a nonzero, against 52% for aligned windows
+    // padded to 4 slices; zero columns (image borders) are skipped without cost.
+    for (;;) {
+      int64_t c0 = cols;
       for (int lane = 0; lane < group_rows; ++lane) {
-        found[static_cast<size_t>(lane)].clear();
-        const int64_t r = g * group_rows + lane;
-        if (r >= rows) continue;
-        for (int64_t c = c0; c < c1; ++c) {
-          if (w[r * ldw + c] != 0.0f) found[static_cast<size_t>(lane)].push_back(static_cast<int32_t>(c - c0));
-        }
-        depth = std::max(depth, found[static_cast<size_t>(lane)].size());
-        nnz_ += static_cast<int64_t>(found[static_cast<size_t>(lane)].size());
+        const size_t lane_u = static_cast<size_t>(lane);
+        if (taken[lane_u] < nonzero[lane_u].size()) c0 = std::min<int64_t>(c0, nonzero[lane_u][taken[lane_u]]);
       }
-      if (depth == 0) continue;
-      // 8×8: blocks of exactly 4 slices (padding slices have weight 0; a column block with more
-      // than 4 is stored as several blocks), so the AVX2 kernel runs one index vector and four
-      // permutes per block, with no loop or branch on the count.
-      if (shape.rows == 8) depth = (depth + 3) / 4 * 4;
-      const size_t per_block = shape.rows == 8 ? 4 : depth;
-      for (size_t s = 0; s < depth; s += per_block) {
-        const int64_t first_quad = static_cast<int64_t>(lanes_.size() / (4 * group_rows)) + static_cast<int64_t>(s / 4);
-        blocks_.push_back({static_cast<int32_t>(b), static_cast<int32_t>(per_block), slices() + static_cast<int64_t>(s),
-                           first_quad});
-      }
-      for (size_t s = 0; s < depth; ++s) {
+      if (c0 == cols) break;
+      c0 = std::max<int64_t>(0, std::min<int64_t>(c0, cols - window));
+      const int64_t c1 = c0 + window;
+      const int64_t first_slice = slices(), first_quad = static_cast<int64_t>(lanes_.size() / (4 * group_rows));
+      blocks_.push_back({static_cast<int32_t>(c0), kSlicesPerBlock, first_slice, first_quad});
+      std::vector<uint8_t> quad(static_cast<size_t>(4 * group_rows), 0);
+      for (int s = 0; s < kSlicesPerBlock; ++s) {
         for (int lane = 0; lane < group_rows; ++lane) {
-          const bool has = s < found[static_cast<size_t>(lane)].size();
-          const int64_t r = g * group_rows + lane;
-          weights_.push_back(has ? w[r * ldw + c0 + found[static_cast<size_t>(lane)][s]] : 0.0f);
-        }
-      }
-      for (size_t q = 0; q < (depth + 3) / 4; ++q) {
-        for (int lane = 0; lane < group_rows; ++lane) {
-          for (size_t j = 0; j < 4; ++j) {
-            const size_t s = 4 * q + j;
-            lanes_.push_back(s < found[static_cast<size_t>(lane)].size() ? static_cast<uint8_t>(found[static_cast<size_t>(lane)][s]) : 0);
+          const size_t lane_u = static_cast<size_t>(lane);
+          const std::vector<int32_t>& cols_of_lane = nonzero[lane_u];
+          const bool has = taken[lane_u] < cols_of_lane.size() && cols_of_lane[taken[lane_u]] < c1;
+          if (has) {
+            const int32_t c = cols_of_lane[taken[lane_u]++];
+            weights_.push_back(w[(g * group_rows + lane) * ldw + c]);
+            quad[static_cast<size_t>(4 * lane + s)] = static_cast<uint8_t>(c - c0);
+          } else {
+            weights_.push_back(0.0f);  // index 0: a column inside the window, times weight 0
           }
         }
       }
+      lanes_.insert(lanes_.end(), quad.begin(), quad.end());
     }
     group_start_.push_back(static_cast<int32_t>(blocks_.size()));
   }
@@ -77,15 +83,15 @@ size_t SlicedSparseWeights::bytes() const {
 void f32_spmv_sliced_groups__scalar(const SlicedSparseWeights& w, int64_t g0, int64_t g1, const float* x,
                                     float* y_groups) {
   const int R = w.shape().rows;
-  // 8×8 alternates two sets of 4 accumulators between consecutive blocks (spmv_sliced.h).
-  const int sets = R == 8 ? 2 : 1;
+  // Consecutive blocks alternate between two sets of 4 accumulators (spmv_sliced.h).
+  constexpr int sets = 2;
   const int64_t cols = w.cols();
   for (int64_t g = g0; g < g1; ++g) {
     float acc[2][4][16] = {};
     const int32_t b0 = w.group_start()[g];
     for (int32_t bi = b0; bi < w.group_start()[g + 1]; ++bi) {
       const SlicedSparseWeights::Block& blk = w.blocks()[bi];
-      const int64_t c0 = int64_t{blk.col_block} * w.shape().cols;
+      const int64_t c0 = blk.col0;
       for (int s = 0; s < blk.slices; ++s) {
         float* a = acc[(bi - b0) % sets][s % 4];
         const float* wv = w.weights() + (blk.first_slice + s) * R;
@@ -98,9 +104,9 @@ void f32_spmv_sliced_groups__scalar(const SlicedSparseWeights& w, int64_t g0, in
       }
     }
     for (int l = 0; l < R; ++l) {
-      float sum = (acc[0][0][l] + acc[0][1][l]) + (acc[0][2][l] + acc[0][3][l]);
-      if (sets == 2) sum += (acc[1][0][l] + acc[1][1][l]) + (acc[1][2][l] + acc[1][3][l]);
-      y_groups[(g - g0) * R + l] = sum;
+      y_groups[(g - g0) * R + l] =
+          ((acc[0][0][l] + acc[0][1][l]) + (acc[0][2][l] + acc[0][3][l])) +
+          ((acc[1][0][l] + acc[1][1][l]) + (acc[1][2][l] + acc[1][3][l]));
     }
   }
 }

@@ -8,18 +8,23 @@
 // dense GEMV that streams the weights from L2 (784→300: 0.8x). Here the lanes of a vector are 16
 // output rows, and x is read 32 columns at a time into two registers; vpermt2ps then picks, for
 // each lane, the x of that row's next nonzero in the block (a 5-bit index), and one FMA adds 16
-// products. A block of 16 rows × 32 columns is stored as S "slices" (S = the largest nonzero
-// count of its 16 rows in those columns): per slice 16 weights (0 where a row has run out) and
-// 16 byte indices. At 80% zeros a row has ~6.4 nonzeros per block and S is ~10, so about 60% of
-// the lanes do useful work, with no gathers: one permute and one FMA per 16 lanes. The indices of
-// 4 consecutive slices share one vector of dwords, slice j of the 4 in byte j of each lane's dword:
-// the permutes read only the low 5 (3) bits of a dword, so slice j's indices are that vector
-// shifted right by 8·j (one load and three shifts per 4 slices instead of four byte-to-dword loads).
+// products. A group of 16 rows is stored as blocks of exactly 4 "slices" (so the kernels have no
+// loop or branch on a count): a block is a window of 32 columns, [col0, col0 + 32), and per slice
+// 16 weights and 16 byte indices (column - col0); in slice j every lane holds its row's next
+// nonzero inside the window, or weight 0 at index 0 where it has none left there. Windows slide:
+// each starts at the smallest column a lane of the group still has to take, so a lane whose
+// nonzeros are sparse takes them from ahead while the others catch up (the constructor's comment
+// has the figures): at 80% zeros 75% of the lanes carry a nonzero, with no gathers, one permute
+// and one FMA per 16 lanes. The indices of a block's 4 slices share one vector of dwords, slice j
+// in byte j of each lane's dword: the permutes read only the low 5 (3) bits of a dword, so slice
+// j's indices are that vector shifted right by 8·j (one load and three shifts per block instead
+// of four byte-to-dword loads).
 //
-// The sum order is fixed by the format (slice s of a block goes to accumulator s mod 4; the four
-// are added (0+1)+(2+3) at the end), so
-// the scalar path (f32_spmv_sliced_groups__scalar, std::fma per lane) and the SIMD kernels are
-// bit-exact with each other. Against the dense or CSR sum the order differs (float rounding).
+// The sum order is fixed by the format (slice j of a block goes to accumulator j of one of two
+// sets, the sets alternating between consecutive blocks of a group; at the end each set is added
+// (0+1)+(2+3), then the two sets), so the scalar path (f32_spmv_sliced_groups__scalar, std::fma
+// per lane) and the SIMD kernels are bit-exact with each other. Against the dense or CSR sum the
+// order differs (float rounding).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -41,9 +46,11 @@ inline constexpr SliceShape kSlices8x8{8, 8};      // AVX2
 
 class SlicedSparseWeights {
  public:
+  static constexpr int32_t kSlicesPerBlock = 4;  // one index vector per block
+
   struct Block {
-    int32_t col_block;    // columns [cols·col_block, cols·col_block + cols)
-    int32_t slices;       // S >= 1 (blocks with no nonzero are not stored)
+    int32_t col0;         // its window: columns [col0, col0 + shape.cols), inside the row when it fits
+    int32_t slices;       // always kSlicesPerBlock
     int64_t first_slice;  // index of its first slice in weights() (shape.rows floats per slice)
     int64_t first_quad;   // index of its first 4-slice index vector in lanes() (4·shape.rows bytes)
   };
@@ -62,8 +69,8 @@ class SlicedSparseWeights {
   size_t bytes() const;
 
   const float* weights() const { return weights_.data(); }  // slices × shape.rows
-  // Per block, ceil(S/4) vectors of shape.rows lanes × 4 bytes: byte j of lane l in vector q is the
-  // column offset in the block of slice 4q + j for row l (0 past S or where the row ran out).
+  // Per block, one vector of shape.rows lanes × 4 bytes: byte j of lane l is the column offset in
+  // the block's window of slice j for row l (0 where the slice has weight 0 there).
   const uint8_t* lanes() const { return lanes_.data(); }
   const Block* blocks() const { return blocks_.data(); }
   const int32_t* group_start() const { return group_start_.data(); }  // groups + 1 offsets into blocks

@@ -27,11 +27,11 @@ void f32_spmv_sliced_groups__avx2(const SlicedSparseWeights& w, int64_t g0, int6
     // One block: its 8 floats of x, one index vector (slice j in byte j of each lane's dword:
     // vpermps reads the low 3 bits), four permutes and four FMAs.
     const auto block = [&](const SlicedSparseWeights::Block& b, Acc& acc) {
-      const int64_t c0 = int64_t{b.col_block} * 8;
+      const int64_t c0 = b.col0;
       __m256 xv;
       if (c0 + 8 <= cols) {
         xv = _mm256_loadu_ps(x + c0);
-      } else {  // the last, partial block: columns past the end read as 0 (their weights are 0)
+      } else {  // rows shorter than the window: columns past the end read as 0 (their weights are 0)
         xv = _mm256_maskload_ps(x + c0, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols - c0)), lane));
       }
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lv));

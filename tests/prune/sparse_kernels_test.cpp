@@ -176,63 +176,95 @@ TEST(Spmv, RandomShapesMatchDenseReference) {
   }
 }
 
-// The sliced format (spmv_sliced.h) of a 3x40 matrix: one 16-row group, column blocks [0, 32)
-// and [32, 40); slices pad a row that has run out with weight 0, lane 0.
+// The sliced format (spmv_sliced.h) of a 3x40 matrix: one 16-row group, two blocks of 4 slices
+// whose 32-column windows slide; slices pad a row that has run out with weight 0, lane 0.
 TEST(SlicedSparseWeights, LayoutOfSlicesAndBlocks) {
   std::vector<float> w(3 * 40, 0.0f);
-  w[0 * 40 + 3] = 1, w[0 * 40 + 31] = 2;  // row 0: two nonzeros in block 0
-  w[2 * 40 + 5] = 3;                      // row 2: one in block 0
-  w[1 * 40 + 39] = 4;                     // row 1: one in block 1 (the partial block)
+  w[0 * 40 + 3] = 1, w[0 * 40 + 31] = 2;  // row 0: columns 3 and 31
+  w[2 * 40 + 5] = 3;                      // row 2: column 5
+  w[1 * 40 + 39] = 4;                     // row 1: column 39
   const SlicedSparseWeights sw(3, 40, w.data(), 40);
   EXPECT_EQ(sw.groups(), 1);
   EXPECT_EQ(sw.nnz(), 4);
   ASSERT_EQ(sw.group_start()[1], 2);
-  EXPECT_EQ(sw.blocks()[0].col_block, 0);
-  EXPECT_EQ(sw.blocks()[0].slices, 2);
-  EXPECT_EQ(sw.blocks()[1].col_block, 1);
-  EXPECT_EQ(sw.blocks()[1].slices, 1);
-  ASSERT_EQ(sw.slices(), 3);
+  // Block 0's window starts at the first pending column, 3: [3, 35) holds rows 0 and 2's
+  // nonzeros. Block 1's would start at 39, and is moved left to end at the row's end: [8, 40).
+  EXPECT_EQ(sw.blocks()[0].col0, 3);
+  EXPECT_EQ(sw.blocks()[1].col0, 8);
+  for (int b = 0; b < 2; ++b) EXPECT_EQ(sw.blocks()[b].slices, SlicedSparseWeights::kSlicesPerBlock) << b;
+  ASSERT_EQ(sw.slices(), 8);
   const float* v = sw.weights();
   const uint8_t* l = sw.lanes();
-  const std::vector<float> slice0(v, v + 3), slice1(v + 16, v + 19), slice2(v + 32, v + 35);
-  EXPECT_EQ(slice0, (std::vector<float>{1, 0, 3}));  // rows 0..2, first nonzero of block 0
+  const std::vector<float> slice0(v, v + 3), slice1(v + 16, v + 19), slice4(v + 64, v + 67);
+  EXPECT_EQ(slice0, (std::vector<float>{1, 0, 3}));  // rows 0..2, first nonzero in block 0's window
   EXPECT_EQ(slice1, (std::vector<float>{2, 0, 0}));  // second: only row 0 has one
-  EXPECT_EQ(slice2, (std::vector<float>{0, 4, 0}));  // block 1: row 1's column 39
-  // Index vectors: block 0's slices 0 and 1 share one (byte j of a lane's dword = slice j).
-  EXPECT_EQ(l[4 * 0 + 0], 3);   // row 0, slice 0
-  EXPECT_EQ(l[4 * 0 + 1], 31);  // row 0, slice 1
-  EXPECT_EQ(l[4 * 2 + 0], 5);   // row 2, slice 0
-  EXPECT_EQ(l[64 + 4 * 1], 7);  // block 1 (next vector), row 1, slice 0
+  for (int i = 32; i < 64; ++i) EXPECT_EQ(v[i], 0.0f) << i;  // slices 2 and 3: padding
+  EXPECT_EQ(slice4, (std::vector<float>{0, 4, 0}));  // block 1: row 1's column 39
+  // Index vectors, one per block (byte j of a lane's dword = slice j), relative to the window.
+  EXPECT_EQ(l[4 * 0 + 0], 0);   // row 0, slice 0: column 3 - 3
+  EXPECT_EQ(l[4 * 0 + 1], 28);  // row 0, slice 1: column 31 - 3
+  EXPECT_EQ(l[4 * 2 + 0], 2);   // row 2, slice 0: column 5 - 3
+  EXPECT_EQ(l[64 + 4 * 1], 31);  // block 1, row 1, slice 0: column 39 - 8
+  EXPECT_EQ(sw.blocks()[1].first_slice, 4);
   EXPECT_EQ(sw.blocks()[1].first_quad, 1);
   for (int lane = 3; lane < 16; ++lane) EXPECT_EQ(v[lane], 0) << lane;
   EXPECT_EQ(SlicedSparseWeights(5, 7, std::vector<float>(35, 0.0f).data(), 7).slices(), 0);
 }
 
-// The 8x8 shape: a column block with more than 4 slices is stored as blocks of exactly 4, the
-// last padded with weight-0 slices.
-TEST(SlicedSparseWeights, EightByEightBlocksHoldFourSlices) {
+// The 8x8 shape: a lane with more than 4 nonzeros in a window goes on in the next block, whose
+// window slides to the first column still pending in the group.
+TEST(SlicedSparseWeights, EightByEightWindowsSlide) {
   std::vector<float> w(9 * 10, 0.0f);
-  for (int c = 0; c < 6; ++c) w[0 * 10 + c] = 1.0f + static_cast<float>(c);  // row 0: 6 nonzeros in block 0
-  w[3 * 10 + 9] = 7;                                                          // row 3: block 1 (partial)
+  for (int c = 0; c < 6; ++c) w[0 * 10 + c] = 1.0f + static_cast<float>(c);  // row 0: columns 0-5
+  w[3 * 10 + 9] = 7;                                                          // row 3: column 9
   w[8 * 10 + 2] = 8;                                                          // row 8: the second group
   const SlicedSparseWeights sw(9, 10, w.data(), 10, kSlices8x8);
   EXPECT_EQ(sw.shape(), kSlices8x8);
   EXPECT_EQ(sw.groups(), 2);
   EXPECT_EQ(sw.nnz(), 8);
-  ASSERT_EQ(sw.group_start()[1], 3);  // block 0 as two blocks of 4 slices, then block 1
-  for (int b = 0; b < 3; ++b) EXPECT_EQ(sw.blocks()[b].slices, 4) << b;
-  EXPECT_EQ(sw.blocks()[0].col_block, 0);
-  EXPECT_EQ(sw.blocks()[1].col_block, 0);
+  // Group 0: [0, 8) takes row 0's columns 0-3; then [2, 10) (column 4 pending, moved left to end
+  // at the row's end) takes row 0's 4 and 5 and row 3's 9 together. Aligned windows would need
+  // three blocks.
+  ASSERT_EQ(sw.group_start()[1], 2);
+  EXPECT_EQ(sw.blocks()[0].col0, 0);
+  EXPECT_EQ(sw.blocks()[1].col0, 2);
   EXPECT_EQ(sw.blocks()[1].first_slice, 4);
   EXPECT_EQ(sw.blocks()[1].first_quad, 1);
-  EXPECT_EQ(sw.blocks()[2].col_block, 1);
-  EXPECT_EQ(sw.slices(), 16);
-  EXPECT_EQ(sw.weights()[5 * 8 + 0], 6.0f);  // slice 5: row 0's sixth nonzero
-  EXPECT_EQ(sw.weights()[6 * 8 + 0], 0.0f);  // slices 6, 7: padding
-  EXPECT_EQ(sw.lanes()[1 * 32 + 4 * 0 + 1], 5);  // quad 1, row 0, slice 5: column 5
-  EXPECT_EQ(sw.lanes()[2 * 32 + 4 * 3 + 0], 1);  // block 1, row 3: column 9 = 8 + 1
+  EXPECT_EQ(sw.blocks()[2].col0, 2);  // group 1: row 8's column 2
+  EXPECT_EQ(sw.slices(), 12);
+  EXPECT_EQ(sw.weights()[5 * 8 + 0], 6.0f);      // slice 5 (block 1, slice 1): row 0's column 5
+  EXPECT_EQ(sw.weights()[4 * 8 + 3], 7.0f);      // slice 4 (block 1, slice 0): row 3's column 9
+  EXPECT_EQ(sw.weights()[6 * 8 + 0], 0.0f);      // slices 6, 7: padding
+  EXPECT_EQ(sw.lanes()[1 * 32 + 4 * 0 + 1], 3);  // block 1, row 0, slice 1: column 5 - 2
+  EXPECT_EQ(sw.lanes()[1 * 32 + 4 * 3 + 0], 7);  // block 1, row 3, slice 0: column 9 - 2
+  EXPECT_EQ(sw.lanes()[2 * 32 + 4 * 0 + 0], 0);  // group 1, row 8: column 2 - 2
   EXPECT_THROW(SlicedSparseWeights(4, 4, w.data(), 10, SliceShape{4, 8}), xnn::Error);
   EXPECT_THROW(SlicedSparseWeights(4, 4, w.data(), 10, SliceShape{8, 33}), xnn::Error);
+}
+
+// Sliding windows against aligned ones: uniform 80% zeros, 784 -> 300 (LeNet-300-100's first
+// layer). Aligned 32-column windows padded to 4 slices would hold ~5700 slices here (52% of the
+// lanes useful); the sliding ones hold fewer than 4100 (over 70%), and every nonzero exactly once.
+TEST(SlicedSparseWeights, SlidingWindowsFillMostLanes) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> w(300 * 784);
+  int64_t nonzeros = 0;
+  for (float& x : w) {
+    x = u(rng) < 0.8f ? 0.0f : 1.0f + u(rng);
+    nonzeros += x != 0.0f;
+  }
+  const SlicedSparseWeights sw(300, 784, w.data(), 784);
+  EXPECT_EQ(sw.nnz(), nonzeros);
+  int64_t stored = 0;
+  for (int64_t i = 0; i < sw.slices() * 16; ++i) stored += sw.weights()[i] != 0.0f;
+  EXPECT_EQ(stored, nonzeros);
+  EXPECT_LT(sw.slices(), 4100);
+  EXPECT_GT(static_cast<double>(nonzeros) / static_cast<double>(16 * sw.slices()), 0.7);
+  for (int32_t b = 0; b < sw.group_start()[sw.groups()]; ++b) {
+    EXPECT_GE(sw.blocks()[b].col0, 0);
+    EXPECT_LE(sw.blocks()[b].col0 + 32, 784);  // inside the row: the kernel's loads are whole
+  }
 }
 
 // Every path of the sliced GEMV, in both shapes, against the dense double reference, and the

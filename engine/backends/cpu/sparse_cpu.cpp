@@ -35,9 +35,9 @@ using kernels::Isa;
 constexpr double kMinSparsityConv1x1 = 0.7;
 constexpr double kMinSparsityLinear = 0.7;
 constexpr double kMinSparsityGemv = 0.85;
-// Batch 1 with AVX-512 (f32_spmv_16x32perm__avx512, permutes instead of gathers; Zen 4, one
-// thread, dense / sparse): 784→300 and 1024→1024 about 1.0x at 50%, 1.3-1.5x at 70%, 1.8-2.2x at
-// 80%, 2.7-3.3x at 90% (compress/prune/README.md).
+// Batch 1 with AVX-512 (f32_spmv_16x32perm__avx512, permutes instead of gathers, sliding
+// windows; Sapphire Rapids, one thread, dense / sparse, median of 5): 784→300 1.3x at 50%, 1.8x
+// at 70%, 2.5x at 80%, 3.6x at 90%; 1024→1024 1.6x, 4.1x, 5.3x, 9.0x (compress/prune/README.md).
 constexpr double kMinSparsityGemvSliced = 0.7;
 // Batch 1 with AVX2 only (Zen 4 with XNN_ISA=avx2, dense / sparse): the 8x8 permute format
 // (f32_spmv_8x8perm__avx2) 784->300 1.0x, 1024->1024 1.5x at 80%, 1.3x and 1.5x at 90%, 1.5x at
@@ -46,6 +46,10 @@ constexpr double kMinSparsityGemvSliced = 0.7;
 // (8 bytes per nonzero, ~1 cycle each) runs 0.6x at 80%, 1.0-1.4x at 90%, 1.6-2.3x at 95%: it
 // takes over from 93% zeros, and for weights that stream from DRAM (more than 16 MB), where the
 // fewest bytes win (4096->4096 at 80%: 2.3x, vs 1.0x for the 8x8 format; 1.5x at 70%).
+// With sliding windows (Sapphire Rapids with XNN_ISA=avx2): 8x8 784->300 1.3x at 80%; an 8-column
+// window lets lanes run ahead less than a 32-column one (40% of the lanes useful at 80%, not 75%).
+// There the CSR kernel wins on 1024->1024 (2.5x at 80%: 4 MB over its 2 MB L2, and Intel's
+// gathers are faster than Zen 4's), but not on Zen 4 (0.67x), so the 16 MB rule stays.
 constexpr double kMinSparsityGemvSliced8x8 = 0.8;
 constexpr double kMinSparsityGemvCsrAvx2 = 0.93;
 constexpr int64_t kStreamedWeightBytes = int64_t{16} << 20;
