@@ -118,8 +118,8 @@ void BM_sparse_linear(benchmark::State& state) {
   set_rate(state, m, n, k);
 }
 
-// Batch 1 in the permute format (spmv_sliced.h) of this CPU's kernel (16x32 with AVX-512, 8x8
-// with AVX2; XNN_ISA=avx2 measures the 8x8 one on an AVX-512 CPU), what the backend takes.
+// Batch 1 in the permute format (spmv_sliced.h) of this CPU's kernel (16x32 with AVX-512, 8x16
+// with AVX2; XNN_ISA=avx2 measures the 8x16 one on an AVX-512 CPU), what the backend takes.
 void BM_sliced_linear(benchmark::State& state) {
   const int64_t k = state.range(1), n = state.range(2);
   const double zeros = static_cast<double>(state.range(3)) / 100.0;

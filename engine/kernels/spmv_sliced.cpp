@@ -113,14 +113,14 @@ void f32_spmv_sliced_groups__scalar(const SlicedSparseWeights& w, int64_t g0, in
 
 bool spmv_sliced_fast() { return best_isa() == Isa::kAvx2; }
 
-SliceShape spmv_sliced_shape() { return avx512_enabled() ? kSlices16x32 : kSlices8x8; }
+SliceShape spmv_sliced_shape() { return avx512_enabled() ? kSlices16x32 : kSlices8x16; }
 
 namespace {
 // Which SIMD kernel runs the shape here, if any.
 enum class SlicedPath { kScalar, kAvx2, kAvx512 };
 SlicedPath sliced_path(SliceShape shape) {
   if (shape == kSlices16x32 && avx512_enabled()) return SlicedPath::kAvx512;
-  if (shape == kSlices8x8 && best_isa() == Isa::kAvx2) return SlicedPath::kAvx2;
+  if (shape == kSlices8x16 && best_isa() == Isa::kAvx2) return SlicedPath::kAvx2;
   return SlicedPath::kScalar;
 }
 }  // namespace

@@ -1,7 +1,8 @@
 // Batch-1 sparse linear layer by in-register permutes: y[rows] = act(W · x + bias) with W
 // unstructured-sparse. Two shapes of one format: 16 rows × 32 columns for AVX-512
-// (f32_spmv_16x32perm__avx512: vpermt2ps over two zmm of x) and 8 rows × 8 columns for AVX2
-// (f32_spmv_8x8perm__avx2: vpermps over one ymm of x). The text below describes 16×32.
+// (f32_spmv_16x32perm__avx512: vpermt2ps over two zmm of x) and 8 rows × 16 columns for AVX2
+// (f32_spmv_8x16perm__avx2: vpermps over each of two ymm of x, then a blend). The text below
+// describes 16×32.
 //
 // Why a second batch-1 format: the CSR kernel (spmm.h, f32_spmv_8x1__avx2) fetches x[col] for
 // every nonzero with vgatherdps, about one cycle per nonzero, so at 80% zeros it does not beat a
@@ -16,7 +17,7 @@
 // nonzeros are sparse takes them from ahead while the others catch up (the constructor's comment
 // has the figures): at 80% zeros 75% of the lanes carry a nonzero, with no gathers, one permute
 // and one FMA per 16 lanes. The indices of a block's 4 slices share one vector of dwords, slice j
-// in byte j of each lane's dword: the permutes read only the low 5 (3) bits of a dword, so slice
+// in byte j of each lane's dword: the permutes read only the low 5 (AVX2: 4) bits of a dword, so slice
 // j's indices are that vector shifted right by 8·j (one load and three shifts per block instead
 // of four byte-to-dword loads).
 //
@@ -42,7 +43,7 @@ struct SliceShape {
   bool operator==(const SliceShape& o) const { return rows == o.rows && cols == o.cols; }
 };
 inline constexpr SliceShape kSlices16x32{16, 32};  // AVX-512
-inline constexpr SliceShape kSlices8x8{8, 8};      // AVX2
+inline constexpr SliceShape kSlices8x16{8, 16};    // AVX2
 
 class SlicedSparseWeights {
  public:
@@ -85,11 +86,11 @@ class SlicedSparseWeights {
 };
 
 // Whether f32_spmv_sliced has a SIMD kernel here (AVX2, or AVX-512 unless XNN_ISA caps it),
-// and the shape that kernel takes: 16×32 where avx512_enabled(), else 8×8. The CPU backend
+// and the shape that kernel takes: 16×32 where avx512_enabled(), else 8×16. The CPU backend
 // takes this format for batch-1 linear layers only when fast.
 bool spmv_sliced_fast();
 SliceShape spmv_sliced_shape();
-// "f32_spmv_16x32perm__avx512", "f32_spmv_8x8perm__avx2", or "..perm__scalar" where the shape
+// "f32_spmv_16x32perm__avx512", "f32_spmv_8x16perm__avx2", or "..perm__scalar" where the shape
 // has no SIMD kernel here.
 std::string spmv_sliced_kernel_name(SliceShape shape);
 
@@ -99,7 +100,7 @@ void f32_spmv_sliced(const SlicedSparseWeights& w, const float* x, const float* 
 
 // Groups [g0, g1) of W · x into y_groups (shape.rows floats per group, rows past the end
 // included), no epilogue: the paths give the same results bit for bit. The SIMD kernels take
-// their own shape only (16×32 for avx512, 8×8 for avx2).
+// their own shape only (16×32 for avx512, 8×16 for avx2).
 void f32_spmv_sliced_groups__scalar(const SlicedSparseWeights& w, int64_t g0, int64_t g1, const float* x,
                                     float* y_groups);
 void f32_spmv_sliced_groups__avx512(const SlicedSparseWeights& w, int64_t g0, int64_t g1, const float* x, float* y16);

@@ -211,15 +211,17 @@ TEST(SlicedSparseWeights, LayoutOfSlicesAndBlocks) {
   EXPECT_EQ(SlicedSparseWeights(5, 7, std::vector<float>(35, 0.0f).data(), 7).slices(), 0);
 }
 
-// The 8x8 shape: a lane with more than 4 nonzeros in a window goes on in the next block, whose
-// window slides to the first column still pending in the group.
+// An 8x8 shape (the format takes any width up to 32; the AVX2 kernel's is 8x16): a lane with
+// more than 4 nonzeros in a window goes on in the next block, whose window slides to the first
+// column still pending in the group.
 TEST(SlicedSparseWeights, EightByEightWindowsSlide) {
   std::vector<float> w(9 * 10, 0.0f);
   for (int c = 0; c < 6; ++c) w[0 * 10 + c] = 1.0f + static_cast<float>(c);  // row 0: columns 0-5
   w[3 * 10 + 9] = 7;                                                          // row 3: column 9
   w[8 * 10 + 2] = 8;                                                          // row 8: the second group
-  const SlicedSparseWeights sw(9, 10, w.data(), 10, kSlices8x8);
-  EXPECT_EQ(sw.shape(), kSlices8x8);
+  const SliceShape eight_by_eight{8, 8};
+  const SlicedSparseWeights sw(9, 10, w.data(), 10, eight_by_eight);
+  EXPECT_EQ(sw.shape(), eight_by_eight);
   EXPECT_EQ(sw.groups(), 2);
   EXPECT_EQ(sw.nnz(), 8);
   // Group 0: [0, 8) takes row 0's columns 0-3; then [2, 10) (column 4 pending, moved left to end
@@ -275,7 +277,7 @@ TEST(SpmvSliced, RandomShapesMatchDenseReferenceAndPathsAreBitExact) {
   const double sparsities[] = {0.0, 0.7, 0.8, 0.95, 1.0 - 1e-9};
   for (int trial = 0; trial < 60; ++trial) {
     const GemvCase c = random_gemv(rng, sparsities[rng() % 5]);
-    for (const SliceShape shape : {kSlices16x32, kSlices8x8}) {
+    for (const SliceShape shape : {kSlices16x32, kSlices8x16, SliceShape{8, 8}}) {
       const SlicedSparseWeights sw(c.rows, c.cols, c.w.data(), c.cols, shape);
       const std::string what = "trial " + std::to_string(trial) + " " + spmv_sliced_kernel_name(shape);
       for (int threads : {1, 2}) {
@@ -290,7 +292,7 @@ TEST(SpmvSliced, RandomShapesMatchDenseReferenceAndPathsAreBitExact) {
         f32_spmv_sliced_groups__avx512(sw, 0, sw.groups(), c.x.data(), fast.data());
         EXPECT_EQ(scalar, fast) << what;
       }
-      if (shape == kSlices8x8 && isa_supported(Isa::kAvx2)) {
+      if (shape == kSlices8x16 && isa_supported(Isa::kAvx2)) {
         f32_spmv_sliced_groups__avx2(sw, 0, sw.groups(), c.x.data(), fast.data());
         EXPECT_EQ(scalar, fast) << what;
       }
@@ -304,9 +306,10 @@ TEST(Spmm, KernelNames) {
   EXPECT_EQ(spmv_kernel_name(Isa::kAvx2), "f32_spmv_8x1__avx2");
   EXPECT_EQ(spmv_sliced_kernel_name(kSlices16x32),
             avx512_enabled() ? "f32_spmv_16x32perm__avx512" : "f32_spmv_16x32perm__scalar");
-  EXPECT_EQ(spmv_sliced_kernel_name(kSlices8x8),
-            best_isa() == Isa::kAvx2 ? "f32_spmv_8x8perm__avx2" : "f32_spmv_8x8perm__scalar");
-  EXPECT_EQ(spmv_sliced_shape(), avx512_enabled() ? kSlices16x32 : kSlices8x8);
+  EXPECT_EQ(spmv_sliced_kernel_name(kSlices8x16),
+            best_isa() == Isa::kAvx2 ? "f32_spmv_8x16perm__avx2" : "f32_spmv_8x16perm__scalar");
+  EXPECT_EQ(spmv_sliced_kernel_name(SliceShape{8, 8}), "f32_spmv_8x8perm__scalar");
+  EXPECT_EQ(spmv_sliced_shape(), avx512_enabled() ? kSlices16x32 : kSlices8x16);
 }
 
 }  // namespace

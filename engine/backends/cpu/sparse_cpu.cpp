@@ -39,18 +39,16 @@ constexpr double kMinSparsityGemv = 0.85;
 // windows; Sapphire Rapids, one thread, dense / sparse, median of 5): 784→300 1.3x at 50%, 1.8x
 // at 70%, 2.5x at 80%, 3.6x at 90%; 1024→1024 1.6x, 4.1x, 5.3x, 9.0x (compress/prune/README.md).
 constexpr double kMinSparsityGemvSliced = 0.7;
-// Batch 1 with AVX2 only (Zen 4 with XNN_ISA=avx2, dense / sparse): the 8x8 permute format
-// (f32_spmv_8x8perm__avx2) 784->300 1.0x, 1024->1024 1.5x at 80%, 1.3x and 1.5x at 90%, 1.5x at
-// 95%: both it and the dense GEMV stream from L2, and its blocks are padded to 4 slices (~12
-// bytes per nonzero at 80%), so its time hardly falls with more zeros. The CSR gather kernel
-// (8 bytes per nonzero, ~1 cycle each) runs 0.6x at 80%, 1.0-1.4x at 90%, 1.6-2.3x at 95%: it
-// takes over from 93% zeros, and for weights that stream from DRAM (more than 16 MB), where the
-// fewest bytes win (4096->4096 at 80%: 2.3x, vs 1.0x for the 8x8 format; 1.5x at 70%).
-// With sliding windows (Sapphire Rapids with XNN_ISA=avx2): 8x8 784->300 1.3x at 80%; an 8-column
-// window lets lanes run ahead less than a 32-column one (40% of the lanes useful at 80%, not 75%).
-// There the CSR kernel wins on 1024->1024 (2.5x at 80%: 4 MB over its 2 MB L2, and Intel's
-// gathers are faster than Zen 4's), but not on Zen 4 (0.67x), so the 16 MB rule stays.
-constexpr double kMinSparsityGemvSliced8x8 = 0.8;
+// Batch 1 with AVX2 only (Sapphire Rapids with XNN_ISA=avx2, dense / sparse, median of 5): the
+// 8x16 permute format (f32_spmv_8x16perm__avx2, sliding windows) 784->300 1.17x at 70%, 1.49x
+// at 80%; 1024->1024 2.4x at 70%, 2.9x at 80% (its 4 MB stream from beyond this CPU's 2 MB L2).
+// Both it and the dense GEMV stream their bytes, and it pays two permutes and a blend per slice,
+// so it stays under 2x on L2-resident layers. The CSR gather kernel (8 bytes per nonzero, ~1
+// cycle each) runs 0.74x at 80%, 1.3x at 90%, 3.0x at 95% on 784->300: it takes over from 93%
+// zeros, and for weights that stream from DRAM (more than 16 MB), where the fewest bytes win
+// (Zen 4, 4096->4096 at 80%: 2.3x, vs 1.0x for the earlier 8x8 format; 1.5x at 70%). Earlier, on
+// Zen 4, the 8x8 aligned format ran 784->300 at 1.0x and 1024->1024 at 1.5x at 80%.
+constexpr double kMinSparsityGemvSliced8x16 = 0.7;
 constexpr double kMinSparsityGemvCsrAvx2 = 0.93;
 constexpr int64_t kStreamedWeightBytes = int64_t{16} << 20;
 constexpr double kMinSparsityGemvStreamed = 0.7;
@@ -63,7 +61,7 @@ GemvKernel gemv_kernel(int64_t k, int64_t n, double zeros, Isa isa) {
   if (kernels::spmv_sliced_shape() == kernels::kSlices16x32) return from(kMinSparsityGemvSliced, GemvKernel::kSliced);
   if (k * n * 4 > kStreamedWeightBytes) return from(kMinSparsityGemvStreamed, GemvKernel::kCsr);
   if (zeros >= kMinSparsityGemvCsrAvx2) return GemvKernel::kCsr;
-  return from(kMinSparsityGemvSliced8x8, GemvKernel::kSliced);
+  return from(kMinSparsityGemvSliced8x16, GemvKernel::kSliced);
 }
 
 // Whether a linear layer [M×K] · [K×N] with this share of zeros takes a sparse kernel.
