@@ -124,6 +124,10 @@ std::string qs8_dwconv_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
 }
 
 namespace internal {
+void qs8_dwconv_check_params(const DepthwiseParams& p, const QRequant& rq, const int32_t* bias, const char* what) {
+  check_params(p, rq, bias, what);
+}
+
 int64_t qs8_dwconv_padded_width(int64_t out_w, int64_t kernel, int64_t stride) {
   const int64_t w_vec = round_up(out_w, 16);  // the last step of 16 outputs is computed in full
   return round_up(stride * w_vec + kernel - 1, 16);

@@ -93,6 +93,8 @@ void qs8_dwconv_rows__avx2(const QDwRows& r);
 // AVX512-VNNI + VBMI (qdepthwise_avx512vnni.cpp; only when qs8_dwconv_vnni_enabled()): the same
 // rows from the same padded buffer, 16 outputs per vpdpbusd.
 void qs8_dwconv_rows__avx512vnni(const QDwRows& r);
+// qs8_dwconv's argument checks (throws an Error naming `what`), shared with qs8_dwconv_flat.
+void qs8_dwconv_check_params(const DepthwiseParams& p, const QRequant& rq, const int32_t* bias, const char* what);
 void qs8_dwconv_pad_rows__avx2(const uint8_t* plane, int64_t in_h, int64_t in_w, int64_t pad_l, uint8_t x_zero_point,
                                int64_t ih, int64_t count, int64_t width, uint8_t* dst);
 

@@ -14,6 +14,7 @@
 
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/qdepthwise.h"
+#include "engine/kernels/qdepthwise_flat.h"
 #include "engine/runtime/session.h"
 
 namespace xnn {
@@ -221,11 +222,16 @@ TEST(CpuBackendQConv, AlgorithmRuleNamesTheMicroKernels) {
     return o.kernel;
   };
   const bool avx2 = kernels::best_isa() == kernels::Isa::kAvx2;
-  // Depthwise 3x3 s2, 5x5 s1 and 7x7 s2 -> the direct depthwise kernels.
+  // Depthwise 3x3 s2, 5x5 s1 and 7x7 s2 -> the direct depthwise kernels: with AVX512-VNNI+VBMI
+  // the flat one for the first two (outputs 8 and 15 wide; 16 outputs read 5 and 6 input rows of
+  // 15 bytes), the row kernels for 7x7 s2 (9 rows of 15 = 135 bytes: more than the flat 127).
   for (auto [k, s] : std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {5, 1}, {7, 2}}) {
     QConvCase c;
     c.group = c.cin = c.cout = 16, c.h = c.w = 15, c.k = k, c.stride = s, c.pad = k / 2;
-    EXPECT_EQ(kernel_of(c), kernels::qs8_dwconv_kernel_name(k, s, kernels::best_isa()));
+    const bool flat = avx2 && kernels::qs8_dwconv_flat_enabled() && k != 7;
+    EXPECT_EQ(kernel_of(c), flat ? "qs8_dwconv" + std::to_string(k) + "x" + std::to_string(k) + "s" + std::to_string(s) +
+                                       "_flat__avx512vnni"
+                                 : kernels::qs8_dwconv_kernel_name(k, s, kernels::best_isa()));
   }
   // Depthwise with dilation 2, stride 1 -> grouped implicit GEMM (4 of the padded 16 columns of
   // each output row are extra: at most a quarter).

@@ -2,12 +2,14 @@
 // double-precision computation, and the scalar and AVX2 kernels against the reference byte for
 // byte: random shapes (widths around the 8/16-output steps), 3×3, 5×5 and 7×7, stride 1 and 2,
 // asymmetric and oversized padding, random zero points / multipliers / clamps, extreme values,
-// 1 and 2 threads, no stores outside the output.
+// 1 and 2 threads, no stores outside the output. The same for the flat small-plane kernel
+// (qdepthwise_flat.h) where its plan fits, and which shapes it fits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
 #include "engine/kernels/qdepthwise.h"
+#include "engine/kernels/qdepthwise_flat.h"
 
 namespace xnn::kernels {
 namespace {
@@ -72,9 +75,12 @@ std::string describe(const Case& t, Isa isa, int threads) {
          std::to_string(t.pb) + "," + std::to_string(t.pr) + " threads " + std::to_string(threads);
 }
 
+// Which kernel check_case runs: qs8_dwconv with the given ISA, or the flat kernel (its plan must fit).
+enum class Path { kRows, kFlat };
+
 // Runs one case and compares with the reference byte for byte; sentinels catch stray stores.
 void check_case(const Case& t, Isa isa, int threads, std::mt19937& rng, Fill fill = Fill::kRandom,
-                bool with_bias = true) {
+                bool with_bias = true, Path path = Path::kRows) {
   const DepthwiseParams p = params(t);
   ASSERT_GT(p.out_h, 0);
   ASSERT_GT(p.out_w, 0);
@@ -85,7 +91,13 @@ void check_case(const Case& t, Isa isa, int threads, std::mt19937& rng, Fill fil
   qs8_dwconv_reference(p, d.x.data(), d.x_zp, d.w.data(), bias, d.rq, want.data());
   std::vector<uint8_t> y(n + 32, 0xA5);
   ThreadPool pool(threads);
-  qs8_dwconv(p, d.x.data(), d.x_zp, d.w.data(), bias, d.rq, y.data() + 16, &pool, isa);
+  if (path == Path::kFlat) {
+    const std::optional<QDwFlatPlan> plan = qs8_dwconv_flat_plan(p);
+    ASSERT_TRUE(plan.has_value()) << describe(t, isa, threads);
+    qs8_dwconv_flat(*plan, d.x.data(), d.x_zp, d.w.data(), bias, d.rq, y.data() + 16, &pool);
+  } else {
+    qs8_dwconv(p, d.x.data(), d.x_zp, d.w.data(), bias, d.rq, y.data() + 16, &pool, isa);
+  }
   for (size_t i = 0; i < 16; ++i) {
     ASSERT_EQ(y[i], 0xA5) << "store before the output: " << describe(t, isa, threads);
     ASSERT_EQ(y[n + 16 + i], 0xA5) << "store past the output: " << describe(t, isa, threads);
@@ -186,6 +198,67 @@ TEST_P(QDepthwiseIsa, ExtremeValuesAreExact) {
 
 INSTANTIATE_TEST_SUITE_P(QDepthwise, QDepthwiseIsa, ::testing::Values(Isa::kScalar, Isa::kAvx2),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+
+// The flat kernel's plan fits where 16 consecutive outputs read at most 127 bytes of whole input
+// rows: the 7×7, 14×14 and 28×28 layers of MobileNetV2/EfficientNet-like nets, not larger ones.
+TEST(QDepthwiseFlat, PlanFitsSmallPlanes) {
+  const auto fits = [](const Case& t) { return qs8_dwconv_flat_plan(params(t)).has_value(); };
+  EXPECT_TRUE(fits({960, 7, 7, 3, 1, 1, 1, 1, 1}));
+  EXPECT_TRUE(fits({672, 7, 7, 5, 1, 2, 2, 2, 2}));
+  EXPECT_TRUE(fits({576, 14, 14, 3, 2, 1, 1, 1, 1}));  // 14x14 -> 7x7
+  EXPECT_TRUE(fits({672, 14, 14, 5, 2, 2, 2, 2, 2}));  // 9 input rows x 14 = 126 bytes
+  EXPECT_TRUE(fits({384, 14, 14, 3, 1, 1, 1, 1, 1}));
+  EXPECT_TRUE(fits({480, 14, 14, 5, 1, 2, 2, 2, 2}));
+  EXPECT_TRUE(fits({192, 28, 28, 3, 1, 1, 1, 1, 1}));
+  // ... but pays only for rows narrower than 16 (the row kernels' vector).
+  EXPECT_FALSE(qs8_dwconv_flat_pays(*qs8_dwconv_flat_plan(params({192, 28, 28, 3, 1, 1, 1, 1, 1}))));
+  EXPECT_TRUE(qs8_dwconv_flat_pays(*qs8_dwconv_flat_plan(params({384, 14, 14, 3, 1, 1, 1, 1, 1}))));
+  EXPECT_FALSE(fits({192, 28, 28, 3, 2, 1, 1, 1, 1}));  // 5 rows x 28 = 140 bytes
+  EXPECT_FALSE(fits({144, 56, 56, 3, 1, 1, 1, 1, 1}));
+  EXPECT_FALSE(fits({240, 28, 28, 5, 1, 2, 2, 2, 2}));
+  const QDwFlatPlan plan = *qs8_dwconv_flat_plan(params({1, 7, 7, 3, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(plan.vectors, 4);  // 49 outputs
+  EXPECT_EQ(plan.quads, 3);    // 9 taps
+  EXPECT_EQ(plan.outputs.back(), 1);
+  EXPECT_TRUE(plan.one_register);  // 5 input rows of 7 at most
+  EXPECT_FALSE(qs8_dwconv_flat_plan(params({1, 14, 14, 3, 2, 1, 1, 1, 1}))->one_register);  // 7 rows of 14
+  EXPECT_EQ(plan.window[0], 0);
+  EXPECT_EQ(plan.window[1], 7);   // outputs 16..31: output rows 2..4 read input rows 1..5
+  EXPECT_EQ(plan.window[2], 21);  // outputs 32..47: output rows 4..6 read input rows 3..6
+  // Output 0 (0, 0), tap 0 (-1, -1) is padding: the zero-point byte; tap 4 (0, 0) is byte 0.
+  EXPECT_EQ(plan.index[0], 63);
+  EXPECT_EQ(plan.index[64 + 0], 0);
+  EXPECT_EQ(qs8_dwconv_flat_kernel_name(plan), "qs8_dwconv3x3s1_flat__avx512vnni");
+}
+
+// Random shapes where the plan fits (planes up to 30x30, every kernel, stride and padding up to
+// oversized), extreme values, model shapes; 1 and 2 threads.
+TEST(QDepthwiseFlat, MatchesReferenceByteForByte) {
+  if (!qs8_dwconv_flat_enabled()) GTEST_SKIP() << "needs AVX512-VNNI and VBMI";
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int64_t> size(1, 30), pad(0, 4), ch(1, 20);
+  int ran = 0;
+  for (int64_t k : {3, 5, 7}) {
+    for (int64_t s : {1, 2}) {
+      for (int i = 0; i < 120 && ran < 400; ++i) {
+        Case t{ch(rng), size(rng), size(rng), k, s, pad(rng), pad(rng), pad(rng), pad(rng)};
+        if ((t.h + t.pt + t.pb - k) < 0 || (t.w + t.pl + t.pr - k) < 0) continue;
+        if (!qs8_dwconv_flat_plan(params(t))) continue;
+        check_case(t, Isa::kAvx2, 1 + i % 2, rng, Fill::kRandom, i % 5 != 0, Path::kFlat);
+        if (HasFatalFailure()) return;
+        ++ran;
+      }
+    }
+  }
+  EXPECT_GT(ran, 100);
+  for (const Case& t : {Case{9, 7, 7, 3, 1, 1, 1, 1, 1}, Case{5, 14, 14, 5, 2, 2, 2, 2, 2}, Case{3, 28, 28, 3, 1, 1, 1, 1, 1},
+                        Case{4, 14, 14, 3, 2, 0, 0, 1, 1}, Case{33, 7, 7, 7, 1, 3, 3, 3, 3}}) {
+    for (Fill f : {Fill::kRandom, Fill::kMax, Fill::kMin}) {
+      check_case(t, Isa::kAvx2, 2, rng, f, true, Path::kFlat);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
 
 TEST(QDepthwise, KernelNamesAndSupport) {
   EXPECT_EQ(qs8_dwconv_kernel_name(3, 1, Isa::kScalar), "qs8_dwconv3x3s1__scalar");

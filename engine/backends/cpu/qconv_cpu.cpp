@@ -11,7 +11,10 @@
 //
 // Algorithm rule (per node, at preparation; --tune times the applicable ones instead):
 //   1. depthwise (group == C == M > 1), square 3x3/5x5/7x7 kernel, stride 1 or 2 (both axes),
-//      dilation 1 -> qs8_dwconv (direct, vectorised along the output row);
+//      dilation 1 -> qs8_dwconv (direct, vectorised along the output row), or on CPUs with
+//      AVX512-VNNI+VBMI, output rows narrower than 16 and 16 consecutive outputs reading at most
+//      127 input bytes (7x7 and 14x14 outputs), qs8_dwconv_flat (16 outputs of the plane per zmm,
+//      across rows);
 //   2. anything else -> qs8_conv2d: per group, the GEMM on the input as is for 1x1 stride 1
 //      without padding, else uint8 im2col (padded with x's zero point) + GEMM.
 // Batches run image by image.
@@ -25,6 +28,7 @@
 #include "engine/backends/cpu/quant_params_cpu.h"
 #include "engine/kernels/qconv.h"
 #include "engine/kernels/qdepthwise.h"
+#include "engine/kernels/qdepthwise_flat.h"
 #include "engine/ops/op_helpers.h"
 
 namespace xnn {
@@ -48,11 +52,18 @@ class QConvKernel final : public CpuKernel {
  public:
   QConvKernel(std::shared_ptr<const QConvParams> p, QConvAlgo algo, Isa isa) : p_(std::move(p)), algo_(algo), isa_(isa) {
     if (algo_ == QConvAlgo::kGemm) packed_.emplace(p_->shape, p_->weights.data(), bias(), isa);
+    // Small planes (7x7 .. 28x28) where the CPU has VBMI: the flat kernel (qdepthwise_flat.h),
+    // whose permute indices depend only on the shape and are built here, once.
+    if (algo_ == QConvAlgo::kDepthwise && isa == Isa::kAvx2 && kernels::qs8_dwconv_flat_enabled()) {
+      flat_ = kernels::qs8_dwconv_flat_plan(depthwise_params());
+      if (flat_ && !kernels::qs8_dwconv_flat_pays(*flat_)) flat_.reset();
+    }
     rq_.multiplier = p_->multipliers.data();
     rq_.zero_point = p_->y_zero_point;
   }
 
   std::string name() const override {
+    if (flat_) return kernels::qs8_dwconv_flat_kernel_name(*flat_);
     return algo_ == QConvAlgo::kDepthwise ? kernels::qs8_dwconv_kernel_name(p_->shape.kernel_h, p_->shape.stride_h, isa_)
                                           : packed_->kernel_name();
   }
@@ -65,10 +76,11 @@ class QConvKernel final : public CpuKernel {
     const kernels::QConvShape& s = p_->shape;
     const int64_t in_image = s.in_channels * s.in_h * s.in_w, out_image = s.out_channels * s.out_h() * s.out_w();
     for (int64_t b = 0; b < p_->batch; ++b) {
-      if (algo_ == QConvAlgo::kDepthwise) {
-        const kernels::DepthwiseParams dp{s.in_channels, s.in_h,      s.in_w,  s.out_h(), s.out_w(),
-                                          s.kernel_h,    s.stride_h, s.pad_t, s.pad_l};
-        kernels::qs8_dwconv(dp, x + b * in_image, p_->x_zero_point, p_->weights.data(), bias(), rq_,
+      if (flat_) {
+        kernels::qs8_dwconv_flat(*flat_, x + b * in_image, p_->x_zero_point, p_->weights.data(), bias(), rq_,
+                                 y + b * out_image, pool);
+      } else if (algo_ == QConvAlgo::kDepthwise) {
+        kernels::qs8_dwconv(depthwise_params(), x + b * in_image, p_->x_zero_point, p_->weights.data(), bias(), rq_,
                             y + b * out_image, pool, isa_);
       } else {
         kernels::qs8_conv2d(*packed_, x + b * in_image, p_->x_zero_point, rq_, y + b * out_image, pool);
@@ -78,12 +90,17 @@ class QConvKernel final : public CpuKernel {
 
  private:
   const int32_t* bias() const { return p_->bias.empty() ? nullptr : p_->bias.data(); }
+  kernels::DepthwiseParams depthwise_params() const {
+    const kernels::QConvShape& s = p_->shape;
+    return {s.in_channels, s.in_h, s.in_w, s.out_h(), s.out_w(), s.kernel_h, s.stride_h, s.pad_t, s.pad_l};
+  }
 
   std::shared_ptr<const QConvParams> p_;
   QConvAlgo algo_;
   Isa isa_;
   kernels::QRequant rq_;
   std::optional<kernels::PackedQConvWeights> packed_;
+  std::optional<kernels::QDwFlatPlan> flat_;
 };
 
 // Whether no input can overflow the int32 accumulator of `algo` (the kernels' own checks, made
