@@ -6,6 +6,10 @@
 
 #include "engine/kernels/scratch.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace xnn::kernels {
 
 namespace {
@@ -35,6 +39,23 @@ void sliding_max(const uint8_t* row, int64_t count, int64_t kernel_w, uint8_t* h
   }
 }
 
+// y[i] = hmax[2i] for i in [0, count): the stride-2 pick, 16 outputs per step from 32 bytes (the
+// even bytes of each pair of 16-byte loads, kept by a 0x00FF mask and packed with packuswb; SSE2,
+// the baseline ISA). hmax must be readable up to 2·count + 32 bytes (the caller pads its scratch).
+void pick_even(const uint8_t* hmax, int64_t count, uint8_t* y) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128i low_bytes = _mm_set1_epi16(0x00FF);
+  for (; i + 16 <= count; i += 16) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hmax + 2 * i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hmax + 2 * i + 16));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm_packus_epi16(_mm_and_si128(a, low_bytes), _mm_and_si128(b, low_bytes)));
+  }
+#endif
+  for (; i < count; ++i) y[i] = hmax[2 * i];
+}
+
 }  // namespace
 
 void u8_maxpool2d(const Pool2dParams& p, const uint8_t* x, uint8_t* y, ThreadPool* pool) {
@@ -50,7 +71,8 @@ void u8_maxpool2d(const Pool2dParams& p, const uint8_t* x, uint8_t* y, ThreadPoo
     const uint8_t* xp = x + plane * in_plane;
     uint8_t* yp = y + plane * out_plane;
     auto* row_max = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(p.in_w + 3) / 4, 2));
-    auto* hmax = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(slide + 4) / 4, 3));
+    // 32 bytes past the sliding maxima: pick_even's last 32-byte read.
+    auto* hmax = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(slide + 36) / 4, 3));
     for (int64_t oy = 0; oy < p.out_h; ++oy) {
       uint8_t* yrow = yp + oy * p.out_w;
       const int64_t y0 = std::max<int64_t>(oy * p.stride_h - p.pad_t, 0);
@@ -63,7 +85,11 @@ void u8_maxpool2d(const Pool2dParams& p, const uint8_t* x, uint8_t* y, ThreadPoo
       for (int64_t ox = 0; ox < ox_begin; ++ox) yrow[ox] = window_max(row_max, p.in_w, ox * p.stride_w - p.pad_l, p.kernel_w);
       if (ox_end > ox_begin) {
         sliding_max(row_max, slide, p.kernel_w, hmax);
-        for (int64_t ox = ox_begin; ox < ox_end; ++ox) yrow[ox] = hmax[ox * p.stride_w - p.pad_l];
+        if (p.stride_w == 2) {
+          pick_even(hmax + ox_begin * 2 - p.pad_l, ox_end - ox_begin, yrow + ox_begin);
+        } else {
+          for (int64_t ox = ox_begin; ox < ox_end; ++ox) yrow[ox] = hmax[ox * p.stride_w - p.pad_l];
+        }
       }
       for (int64_t ox = ox_end; ox < p.out_w; ++ox) yrow[ox] = window_max(row_max, p.in_w, ox * p.stride_w - p.pad_l, p.kernel_w);
     }

@@ -9,6 +9,7 @@
 // filter covers these suites).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -534,6 +535,25 @@ TEST(CpuBackendQPool, MaxPoolRandomGeometryBitExact) {
       EXPECT_EQ(byte_diff(o.got, o.want), "") << "trial " << trial << " k" << kh << "x" << kw << " s" << sh << "x" << sw
                                               << " in " << h << "x" << w << " ceil " << ceil_mode;
     }
+  }
+}
+
+// Wide rows with stride 2 (ResNet's 3x3/2 stem pool, and odd widths): the 16-outputs-per-step
+// pick of the even sliding maxima, its tail, and the border windows.
+TEST(CpuBackendQPool, MaxPoolStride2WideRowsBitExact) {
+  std::mt19937 rng(61);
+  for (const auto& [h, w, k, pad] : std::vector<std::array<int64_t, 4>>{
+           {112, 112, 3, 1}, {9, 97, 3, 1}, {5, 66, 2, 0}, {7, 131, 3, 0}, {6, 80, 5, 2}}) {
+    Builder b;
+    const int x = b.input("x", DType::kU8, {1, 3, h, w});
+    const auto model = b.single_node("MaxPool", {x},
+                                     {{"kernel_shape", std::vector<int64_t>{k, k}},
+                                      {"strides", std::vector<int64_t>{2, 2}},
+                                      {"pads", std::vector<int64_t>{pad, pad, pad, pad}}});
+    const std::map<std::string, Tensor> inputs{{"x", random_ints<uint8_t>({1, 3, h, w}, rng, 0, 255)}};
+    const Outcome o = run_both(model, inputs, 2);
+    EXPECT_EQ(o.kernel, "u8_maxpool2d__scalar");
+    EXPECT_EQ(byte_diff(o.got, o.want), "") << h << "x" << w << " k" << k << " pad " << pad;
   }
 }
 
