@@ -499,7 +499,16 @@ void WinogradConv3x3::run_batch(int64_t images, const float* input, int64_t inpu
 
   const int threads = pool ? pool->threads() : 1;
   int64_t blocks = block_count(g, raw_);
-  if (threads == 1 || blocks >= 2 * threads) {
+  // Too few cache-sized blocks to share, but at least a 6-tile GEMM row per thread: one block per
+  // thread all the same. Each then streams all of the transformed weights (L2/L3) but touches
+  // only its own tiles; splitting every stage across the threads instead moved each stage's
+  // output between the cores' caches and made 2 threads slower than one (SqueezeNet's
+  // 32->128 @ 27x27, 49 tiles: 0.33 ms on 1 thread, 0.56 on 2 split by stage, 0.28 by block;
+  // 64->256 @ 13x13: 0.38, 0.39, 0.29). Raw weights keep the stage split, whose weight
+  // transforms are shared out instead of repeated per block.
+  const bool block_per_thread = threads > 1 && !raw_ && blocks < 2 * threads && g.tiles >= 6 * threads;
+  if (block_per_thread) blocks = threads;
+  if (threads == 1 || blocks >= 2 * threads || block_per_thread) {
     // Enough tiles: each task owns a block of tiles through all stages, in its own scratch. One
     // thread: blocks of whole 6-tile GEMM rows (a 1-row remainder runs the 6×16 kernel at a third
     // of its rate); several: equal shares for the threads.

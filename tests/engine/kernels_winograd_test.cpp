@@ -223,12 +223,14 @@ TEST_P(WinogradConv, InPlaceResidual) {
   EXPECT_LE(relative_error(out, ref), 1e-5);
 }
 
-// Every thread count and both parallel schedules (blocks of tiles per task for large images,
-// stages split across tasks for small ones) compute each output with the same operations in
-// the same order, so the results are bit-identical.
+// Every thread count and all parallel schedules (blocks of tiles per task for large images, one
+// block per thread for mid-size ones such as SqueezeNet's 32->128 @ 27x27, stages split across
+// tasks for small ones) compute each output with the same operations in the same order, so the
+// results are bit-identical.
 TEST_P(WinogradConv, ThreadCountsAgreeBitwise) {
   std::mt19937 rng(5);
   for (const ConvCase& c : {ConvCase{32, 48, 60, 50, 1, 1, 1, 1, true, true, Activation::relu()},
+                            ConvCase{32, 128, 27, 27, 1, 1, 1, 1, true, false, Activation::relu()},
                             ConvCase{64, 64, 7, 7, 1, 1, 1, 1, true, false, Activation{}}}) {
     const ConvData d = make_data(c, rng);
     const std::vector<float> one = run(c, d, 1);
