@@ -13,9 +13,9 @@
 //      vpdpbusd, twice the work per instruction of the 6x16 ymm kernel. 8x16 serves weight
 //      matrices whose row count 16-row panels would pad by much more (e.g. 24 rows).
 //   16x8c4 / 8x8c4: the same panels on ymm for an X panel with at most 8 valid columns.
-// The zmm epilogue (requant_avx512.h) requantises 16 int32 with the float operations of
-// requantize() and narrows with saturation to the same bytes as the ymm epilogue, then stores
-// through a byte mask, so edge tiles write nothing outside Y.
+// The zmm epilogue (requant_avx512.h, Requant16x4: four rows narrowed together) requantises with
+// the float operations of requantize() and narrows with saturation to the same bytes as the ymm
+// epilogue, then stores through a byte mask, so edge tiles write nothing outside Y.
 #include "engine/kernels/qgemm_vnni_c4.h"
 #include "engine/kernels/requant_avx512.h"
 
@@ -90,10 +90,20 @@ inline void qgemm_16c4_zmm(size_t mr, size_t nr, size_t groups, const int8_t* w,
       k_loop_8(acc, groups, w, x);
     }
   }
-  unroll<MR>([&](auto i) {
-    if (static_cast<size_t>(i) < mr) {
-      const avx512::Requant16 rq(p.multiplier[i], p.upper, p.zero_point, p.qmin);
-      avx512::store_bytes16(y + i * ldy, rq(acc[i]), static_cast<int64_t>(nr));
+  // Four rows at a time (Requant16x4); rows past mr are computed and not stored (their
+  // multipliers are read only where they exist).
+  const avx512::Requant16x4 rq(p.upper, p.zero_point, p.qmin);
+  unroll<MR / 4>([&](auto q) {
+    constexpr int r0 = 4 * decltype(q)::value;
+    if (static_cast<size_t>(r0) < mr) {
+      float m[4];
+      for (int r = 0; r < 4; ++r) m[r] = static_cast<size_t>(r0 + r) < mr ? p.multiplier[r0 + r] : 0.0f;
+      const __m512i rows = rq(acc[r0], acc[r0 + 1], acc[r0 + 2], acc[r0 + 3], m);
+      const int64_t n = static_cast<int64_t>(nr);
+      avx512::store_bytes16(y + r0 * ldy, _mm512_castsi512_si128(rows), n);
+      if (static_cast<size_t>(r0 + 1) < mr) avx512::store_bytes16(y + (r0 + 1) * ldy, _mm512_extracti32x4_epi32(rows, 1), n);
+      if (static_cast<size_t>(r0 + 2) < mr) avx512::store_bytes16(y + (r0 + 2) * ldy, _mm512_extracti32x4_epi32(rows, 2), n);
+      if (static_cast<size_t>(r0 + 3) < mr) avx512::store_bytes16(y + (r0 + 3) * ldy, _mm512_extracti32x4_epi32(rows, 3), n);
     }
   });
 }
