@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "engine/core/error.h"
 #include "engine/format/xnn_format.h"
@@ -102,6 +103,18 @@ std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> sc
   return picks;
 }
 
+int append_new_architectures(std::vector<CandidateResult>& chosen, const std::vector<CandidateResult>& picks) {
+  int appended = 0;
+  for (const CandidateResult& c : picks) {
+    const bool known = std::any_of(chosen.begin(), chosen.end(), [&](const auto& x) { return x.arch == c.arch; });
+    if (!known) {
+      chosen.push_back(c);
+      ++appended;
+    }
+  }
+  return appended;
+}
+
 SearchResult run_oneshot_search(const NasConfig& config, Store& store, const LatencyFn& latency,
                                 const train::ProgressFn& progress) {
   const auto log = [&](const std::string& line) {
@@ -171,11 +184,11 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
       front_text(candidates));
   if (candidates.empty()) throw Error("oneshot: no feasible subnet was found (" + std::to_string(finished) + " scored)");
 
-  // 3. Retrain the best of the front from scratch: their test accuracy is the true one.
+  // 3. Retrain the best of the front from scratch: their test accuracy is the true one. Each
+  // architecture once, whatever trial numbers it was scored under.
   const auto t_retrain = Clock::now();
-  std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.top1 > b.top1; });
-  std::vector<CandidateResult> chosen(candidates.begin(),
-                                      candidates.begin() + std::min<ptrdiff_t>(options.retrain, candidates.size()));
+  std::vector<CandidateResult> chosen =
+      best_within_latency(candidates, std::numeric_limits<double>::infinity(), options.retrain);
   if (options.retrain_at_baselines) {
     // Every scored subnet: the best within a budget is on the front, the next ones
     // (retrain_per_baseline > 1) need not be.
@@ -189,9 +202,8 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
         log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): its " +
             (i == 0 ? std::string("best") : "#" + std::to_string(i + 1)) + " subnet within it is " + c.name + " (" +
             fmt("%.3f ms", c.latency_ms) + ", inherited " + fmt("%.2f%%", 100 * c.top1) + ")");
-        const bool known = std::any_of(chosen.begin(), chosen.end(), [&](const auto& x) { return x.name == c.name; });
-        if (!known) chosen.push_back(c);
       }
+      append_new_architectures(chosen, picks);
     }
   }
   if (chosen.empty()) {

@@ -21,9 +21,14 @@ namespace xnn::nas {
 SearchResult run_oneshot_search(const NasConfig& config, Store& store, const LatencyFn& latency,
                                 const train::ProgressFn& progress);
 
-// retrain_at_baselines' picks for one baseline: the (at most) n subnets of `scored` with
-// latency_ms <= budget_ms and distinct architectures, best inherited top-1 first (ties keep
-// their order in `scored`).
+// The (at most) n subnets of `scored` with latency_ms <= budget_ms and distinct architectures,
+// best inherited top-1 first (ties keep their order in `scored`): retrain_at_baselines' picks
+// for one baseline, and with an infinite budget the front's `retrain` winners.
 std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n);
+
+// Appends to the retrain list the picks whose architecture it does not hold yet (a baseline's
+// pick may be a front winner, or the same architecture scored under another trial number);
+// returns how many it appended.
+int append_new_architectures(std::vector<CandidateResult>& chosen, const std::vector<CandidateResult>& picks);
 
 }  // namespace xnn::nas

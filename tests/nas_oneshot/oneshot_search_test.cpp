@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "nas/oneshot/oneshot_search.h"
@@ -162,4 +163,12 @@ TEST(OneshotSearch, BestWithinLatencyPicksByInheritedTop1UnderTheBudget) {
   EXPECT_EQ(names(best_within_latency(scored, 0.041, 10)), "daecf");
   EXPECT_EQ(names(best_within_latency(scored, 0.005, 2)), "");       // nothing fits
   EXPECT_EQ(names(best_within_latency(scored, 1.0, 2)), "bd");
+
+  // The retrain list: a baseline's picks join the front winners only with a new architecture
+  // ("g" is "d" under another trial number, "d" itself is already there).
+  std::vector<CandidateResult> chosen = best_within_latency(scored, std::numeric_limits<double>::infinity(), 2);
+  EXPECT_EQ(names(chosen), "bd");
+  EXPECT_EQ(append_new_architectures(chosen, {scored[4], scored[0], scored[3]}), 1);
+  EXPECT_EQ(names(chosen), "bda");
+  EXPECT_EQ(append_new_architectures(chosen, {}), 0);
 }
