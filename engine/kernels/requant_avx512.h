@@ -1,6 +1,6 @@
 // Requantisation of 16 int32 accumulators to uint8 on zmm, shared by the 512-bit int8 kernels
-// (qgemm_avx512vnni.cpp, qdepthwise_avx512vnni.cpp). Include only from files compiled with
-// AVX-512 F+VL+BW; unnamed namespace for the reason given in
+// (qgemm_avx512vnni.cpp, qdepthwise_avx512vbmi.cpp, qdepthwise_flat_avx512vbmi.cpp). Include only
+// from files compiled with AVX-512 F+VL+BW; unnamed namespace for the reason given in
 // qgemm_avx2_epilogue.h.
 //
 // requantize() clamps to [lower, upper] in float, rounds half to even and adds the zero point.

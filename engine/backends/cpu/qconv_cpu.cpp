@@ -52,8 +52,8 @@ class QConvKernel final : public CpuKernel {
  public:
   QConvKernel(std::shared_ptr<const QConvParams> p, QConvAlgo algo, Isa isa) : p_(std::move(p)), algo_(algo), isa_(isa) {
     if (algo_ == QConvAlgo::kGemm) packed_.emplace(p_->shape, p_->weights.data(), bias(), isa);
-    // Small planes (7x7 .. 28x28) where the CPU has VBMI: the flat kernel (qdepthwise_flat.h),
-    // whose permute indices depend only on the shape and are built here, once.
+    // Output rows narrower than 16 (7x7, 14x14) where the CPU has VBMI: the flat kernel
+    // (qdepthwise_flat.h), whose permute indices depend only on the shape and are built here, once.
     if (algo_ == QConvAlgo::kDepthwise && isa == Isa::kAvx2 && kernels::qs8_dwconv_flat_enabled()) {
       flat_ = kernels::qs8_dwconv_flat_plan(depthwise_params());
       if (flat_ && !kernels::qs8_dwconv_flat_pays(*flat_)) flat_.reset();
