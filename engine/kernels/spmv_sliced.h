@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/aligned_vector.h"
 #include "engine/core/thread_pool.h"
 #include "engine/kernels/activation.h"
 
@@ -79,8 +80,10 @@ class SlicedSparseWeights {
  private:
   SliceShape shape_ = kSlices16x32;
   int64_t rows_ = 0, cols_ = 0, nnz_ = 0;
-  std::vector<float> weights_;
-  std::vector<uint8_t> lanes_;
+  // Cache-line aligned: every slice (16 floats) and index vector (64 bytes) of the 16x32 shape is
+  // then one line, not two (aligned_vector.h).
+  AlignedVector<float> weights_;
+  AlignedVector<uint8_t> lanes_;
   std::vector<Block> blocks_;
   std::vector<int32_t> group_start_;
 };

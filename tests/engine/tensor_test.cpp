@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/core/aligned_vector.h"
 #include "engine/core/tensor.h"
 
 namespace xnn {
@@ -13,6 +14,23 @@ TEST(Tensor, AllocatesAlignedZeroedStorage) {
   EXPECT_EQ(t.nbytes(), 120u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % kTensorAlignment, 0u);
   for (int64_t i = 0; i < t.numel(); ++i) EXPECT_EQ(t.data<float>()[i], 0.0f);
+}
+
+// Packed weights in AlignedVector start on a cache line, also after growth and for byte vectors.
+TEST(AlignedVector, StorageStartsOnACacheLineAfterEveryReallocation) {
+  AlignedVector<float> f;
+  AlignedVector<uint8_t> b;
+  for (int i = 0; i < 1000; ++i) {
+    f.push_back(static_cast<float>(i));
+    b.push_back(static_cast<uint8_t>(i));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(f.data()) % kCacheLineBytes, 0u) << i;
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(b.data()) % kCacheLineBytes, 0u) << i;
+  }
+  EXPECT_EQ(f[999], 999.0f);
+  EXPECT_EQ(b[300], static_cast<uint8_t>(300));
+  const AlignedVector<float> copy = f;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copy.data()) % kCacheLineBytes, 0u);
+  EXPECT_EQ(copy, f);
 }
 
 TEST(Tensor, ViewsShareStorageWithoutCopy) {

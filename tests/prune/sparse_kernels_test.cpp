@@ -96,6 +96,26 @@ TEST(SparseWeights, CsrLayout) {
   EXPECT_NEAR(zero_fraction(w.data(), 12), 0.75, 1e-12);
 }
 
+// Deep inputs (129-828 columns: packed panels beyond L1), every column tail; check_spmm also
+// holds the AVX-512 kernel equal to the AVX2 one bit for bit.
+TEST(Spmm, DeepInputsMatchDenseReference) {
+  std::mt19937 rng(13);
+  const double sparsities[] = {0.0, 0.8, 0.97};
+  for (int trial = 0; trial < 12; ++trial) {
+    SpmmCase c;
+    c.rows = 1 + rng() % 70;
+    c.cols = 129 + rng() % 700;
+    c.n = 1 + rng() % 140;
+    c.sparsity = sparsities[rng() % 3];
+    c.bias = rng() % 2;
+    c.residual = rng() % 2;
+    c.act = rng() % 2 ? Activation::relu() : Activation{ActKind::kSilu};
+    check_spmm(c, rng, "deep trial " + std::to_string(trial));
+  }
+  check_spmm({300, 784, 64, 0.8, true, false, Activation::relu()}, rng, "784->300 at batch 64");
+  check_spmm({64, 512, 49, 0.8, true, true, Activation::clip(0, 6)}, rng, "7x7 512->64, residual");
+}
+
 TEST(Spmm, RandomShapesAndEpiloguesMatchDenseReference) {
   std::mt19937 rng(7);
   const Activation acts[] = {Activation{},
@@ -267,6 +287,9 @@ TEST(SlicedSparseWeights, SlidingWindowsFillMostLanes) {
     EXPECT_GE(sw.blocks()[b].col0, 0);
     EXPECT_LE(sw.blocks()[b].col0 + 32, 784);  // inside the row: the kernel's loads are whole
   }
+  // Slices and index vectors start on cache lines (each 16x32 one is a whole line).
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(sw.weights()) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(sw.lanes()) % 64, 0u);
 }
 
 // Every path of the sliced GEMV, in both shapes, against the dense double reference, and the

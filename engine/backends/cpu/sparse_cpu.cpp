@@ -36,8 +36,9 @@ constexpr double kMinSparsityConv1x1 = 0.7;
 constexpr double kMinSparsityLinear = 0.7;
 constexpr double kMinSparsityGemv = 0.85;
 // Batch 1 with AVX-512 (f32_spmv_16x32perm__avx512, permutes instead of gathers, sliding
-// windows; Sapphire Rapids, one thread, dense / sparse, median of 5): 784→300 1.3x at 50%, 1.8x
-// at 70%, 2.5x at 80%, 3.6x at 90%; 1024→1024 1.6x, 4.1x, 5.3x, 9.0x (compress/prune/README.md).
+// windows, cache-line aligned slices; Sapphire Rapids, one thread, dense / sparse, median of 5):
+// 784→300 1.3x at 50%, 1.9x at 70%, 2.5x at 80%, 3.0x at 90%; 1024→1024 1.7x, 4.0x, 7.8x, 12.5x
+// (compress/prune/README.md).
 constexpr double kMinSparsityGemvSliced = 0.7;
 // Batch 1 with AVX2 only (Sapphire Rapids with XNN_ISA=avx2, dense / sparse, median of 5): the
 // 8x16 permute format (f32_spmv_8x16perm__avx2, sliding windows) 784->300 1.17x at 70%, 1.49x
