@@ -29,10 +29,12 @@ RowKernel avg_row_kernel(const Pool2dParams& p, Isa isa) {
   return vector_geometry(p, isa) ? RowKernel::kAvg : RowKernel::kNone;
 }
 
-// Outputs [vlo, vlo + 8 * blocks) of every row have windows wholly inside the input
-// horizontally: the vector row kernels compute them, the scalar code the rest.
+// Outputs [vlo, vhi) of every row have windows wholly inside the input horizontally: the vector
+// row kernels compute [vlo, vlo + 8 * blocks), interior_row_max/avg the rest of them (no
+// clipping: on LeNet's 10x10 -> 5x5 pool, with no whole block of 8, the clipped per-window
+// path took 22 ns an output), and the clipped scalar code the border.
 struct VectorSpan {
-  int64_t vlo = 0, blocks = 0;
+  int64_t vlo = 0, vhi = 0, blocks = 0;
 };
 VectorSpan vector_span(const Pool2dParams& p, RowKernel rk) {
   VectorSpan v;
@@ -40,9 +42,39 @@ VectorSpan vector_span(const Pool2dParams& p, RowKernel rk) {
   const int64_t s = p.stride_w;
   v.vlo = std::min(p.out_w, (p.pad_l + s - 1) / s);  // first window starting at column >= 0
   const int64_t last = p.in_w - p.kernel_w + p.pad_l;  // s * ow <= last: window ends inside
-  const int64_t vhi = last < 0 ? 0 : std::min(p.out_w, last / s + 1);
-  v.blocks = std::max<int64_t>(0, vhi - v.vlo) / 8;
+  v.vhi = std::max(v.vlo, last < 0 ? int64_t{0} : std::min(p.out_w, last / s + 1));
+  v.blocks = (v.vhi - v.vlo) / 8;
   return v;
+}
+
+// Interior outputs [0, count) of a row from the windows' input rows (rows[r] at the first
+// window's first column): the reference's arithmetic in its order (max: seeded by the first
+// tap, replaced only by a strictly greater one; average: 0 + taps in window order, one division).
+void interior_row_max(const float* const* rows, int64_t nrows, int64_t kernel_w, int64_t stride_w, int64_t count,
+                      float* out) {
+  for (int64_t o = 0; o < count; ++o) {
+    const int64_t c = o * stride_w;
+    float best = rows[0][c];
+    for (int64_t r = 0; r < nrows; ++r) {
+      for (int64_t k = r == 0 ? 1 : 0; k < kernel_w; ++k) {
+        const float t = rows[r][c + k];
+        if (t > best) best = t;
+      }
+    }
+    out[o] = best;
+  }
+}
+
+void interior_row_avg(const float* const* rows, int64_t nrows, int64_t kernel_w, int64_t stride_w, int64_t count,
+                      float divisor, float* out) {
+  for (int64_t o = 0; o < count; ++o) {
+    const int64_t c = o * stride_w;
+    float sum = 0;
+    for (int64_t r = 0; r < nrows; ++r) {
+      for (int64_t k = 0; k < kernel_w; ++k) sum += rows[r][c + k];
+    }
+    out[o] = sum / divisor;
+  }
 }
 
 // Taps k in [0, kernel) of the window starting at `start` that fall inside [0, limit).
@@ -89,18 +121,27 @@ void maxpool_plane(const Pool2dParams& p, const float* xp, float* yp, RowKernel 
     const Taps rh = taps(ih0, p.kernel_h, p.in_h);
     float* yrow = yp + oh * p.out_w;
     int64_t ow = 0;
-    if (span.blocks > 0 && rh.begin < rh.end) {
+    if (span.vhi > span.vlo && rh.begin < rh.end) {
       for (; ow < span.vlo; ++ow) yrow[ow] = max_window(p, xp, ih0, rh, ow);
       const int64_t c0 = span.vlo * p.stride_w - p.pad_l;
       int64_t nrows = 0;
       for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w + c0;
       float* dst = yrow + span.vlo;
-      switch (rk) {
-        case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, span.blocks, dst); break;
-        case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(rows, nrows, span.blocks, dst); break;
-        default: f32_maxpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, dst); break;
+      if (span.blocks > 0) {
+        switch (rk) {
+          case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, span.blocks, dst); break;
+          case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(rows, nrows, span.blocks, dst); break;
+          default: f32_maxpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, dst); break;
+        }
       }
-      ow = span.vlo + 8 * span.blocks;
+      const int64_t done = 8 * span.blocks;
+      for (int64_t r = 0; r < nrows; ++r) rows[r] += done * p.stride_w;
+      if (rk == RowKernel::kMax2x2s2) {
+        f32_maxpool2d_2x2s2_rest__avx2(rows, nrows, span.vhi - span.vlo - done, dst + done);
+      } else {
+        interior_row_max(rows, nrows, p.kernel_w, p.stride_w, span.vhi - span.vlo - done, dst + done);
+      }
+      ow = span.vhi;
     }
     for (; ow < p.out_w; ++ow) yrow[ow] = max_window(p, xp, ih0, rh, ow);
   }
@@ -135,15 +176,19 @@ void avgpool_plane(const Pool2dParams& p, bool count_include_pad, const float* x
       yrow[ow] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
     };
     int64_t ow = 0;
-    if (span.blocks > 0 && rh.begin < rh.end) {
+    if (span.vhi > span.vlo && rh.begin < rh.end) {
       for (; ow < span.vlo; ++ow) scalar(ow);
       const int64_t c0 = span.vlo * p.stride_w - p.pad_l;
       int64_t nrows = 0;
       for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w + c0;
       // Windows inside the input horizontally count kernel_w columns either way.
       const float divisor = static_cast<float>(count_h * p.kernel_w);
-      f32_avgpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, divisor, yrow + span.vlo);
-      ow = span.vlo + 8 * span.blocks;
+      float* dst = yrow + span.vlo;
+      if (span.blocks > 0) f32_avgpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, divisor, dst);
+      const int64_t done = 8 * span.blocks;
+      for (int64_t r = 0; r < nrows; ++r) rows[r] += done * p.stride_w;
+      interior_row_avg(rows, nrows, p.kernel_w, p.stride_w, span.vhi - span.vlo - done, divisor, dst + done);
+      ow = span.vhi;
     }
     for (; ow < p.out_w; ++ow) scalar(ow);
   }

@@ -50,6 +50,10 @@ std::string global_avgpool_kernel_name(Isa isa);
 // (nrows >= 1, top to bottom); reads only the windows' columns, [0, 16 * blocks + K - 3].
 void f32_maxpool2d_3x3s2_row__avx2(const float* const* rows, int64_t nrows, int64_t blocks, float* out);
 void f32_maxpool2d_2x2s2_row__avx2(const float* const* rows, int64_t nrows, int64_t blocks, float* out);
+// Fewer than 8 outputs of a 2×2 stride-2 max pool (a row's rest after the blocks of 8, or all of
+// a small map's row: LeNet's 10x10 -> 5x5), 4 at a time in xmm, then one by one; reads only the
+// windows' columns, [0, 2 * count).
+void f32_maxpool2d_2x2s2_rest__avx2(const float* const* rows, int64_t nrows, int64_t count, float* out);
 // The same for any kernel size with stride_w 1 or 2 (max and average; average divides each
 // window's sum, taken in window order, by `divisor`).
 void f32_maxpool2d_row__avx2(const float* const* rows, int64_t nrows, int64_t kernel_w, int64_t stride_w,

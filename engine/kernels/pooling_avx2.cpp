@@ -100,6 +100,35 @@ void f32_maxpool2d_2x2s2_row__avx2(const float* const* rows, int64_t nrows, int6
   maxpool_s2_row<2>(rows, nrows, blocks, out);
 }
 
+void f32_maxpool2d_2x2s2_rest__avx2(const float* const* rows, int64_t nrows, int64_t count, float* out) {
+  int64_t o = 0;
+  // Taps in window order with max_ps(t, best), as maxpool_s2_row; the xmm shuffles keep the
+  // outputs in order.
+  for (; o + 4 <= count; o += 4) {
+    const auto even = [&](int64_t r) {
+      return _mm_shuffle_ps(_mm_loadu_ps(rows[r] + 2 * o), _mm_loadu_ps(rows[r] + 2 * o + 4), 0x88);
+    };
+    const auto odd = [&](int64_t r) {
+      return _mm_shuffle_ps(_mm_loadu_ps(rows[r] + 2 * o), _mm_loadu_ps(rows[r] + 2 * o + 4), 0xDD);
+    };
+    __m128 best = _mm_max_ps(odd(0), even(0));
+    for (int64_t r = 1; r < nrows; ++r) {
+      best = _mm_max_ps(even(r), best);
+      best = _mm_max_ps(odd(r), best);
+    }
+    _mm_storeu_ps(out + o, best);
+  }
+  for (; o < count; ++o) {
+    __m128 best = _mm_load_ss(rows[0] + 2 * o);
+    best = _mm_max_ss(_mm_load_ss(rows[0] + 2 * o + 1), best);
+    for (int64_t r = 1; r < nrows; ++r) {
+      best = _mm_max_ss(_mm_load_ss(rows[r] + 2 * o), best);
+      best = _mm_max_ss(_mm_load_ss(rows[r] + 2 * o + 1), best);
+    }
+    out[o] = _mm_cvtss_f32(best);
+  }
+}
+
 float f32_global_avgpool_plane__avx2(const float* x, int64_t n) {
   if (n <= 0) return 0.0f;
   // Double accumulators: the reference sums in double, and planes reach 112×112.

@@ -208,6 +208,24 @@ TEST(PoolKernel, MaxPoolRandomGeometries) {
   }
 }
 
+// Rows with fewer than 8 outputs left (f32_maxpool2d_2x2s2_rest__avx2: 4 in xmm, then single)
+// keep the reference's NaN rule and tap order bit for bit: 10x10 -> 5x5 (LeNet), 13-wide rows.
+TEST(PoolKernel, MaxPool2x2RestOfRowsWithNaNs) {
+  std::mt19937 rng(80);
+  for (const PoolGeometry& g : {PoolGeometry{{1, 16, 10, 10}, 2, 2, 2, 2, 0, 0, 0, 0},
+                                PoolGeometry{{2, 3, 14, 13}, 2, 2, 2, 2, 0, 0, 0, 0},
+                                PoolGeometry{{1, 4, 9, 29}, 2, 2, 2, 2, 0, 0, 0, 0, true}}) {
+    Tensor x = random_tensor(rng, g.x);
+    for (int64_t i = 0; i < x.numel(); i += 1 + static_cast<int64_t>(rng() % 7)) {
+      x.data<float>()[i] = rng() % 3 == 0 ? kNaN : (rng() % 2 ? 0.0f : -0.0f);
+    }
+    const std::string name = expect_matches_reference(make_case("MaxPool", {x}, pool_attrs(g)), 0, describe(g));
+    if (kernels::isa_supported(Isa::kAvx2)) {
+      EXPECT_EQ(name, "f32_maxpool2d_2x2s2__avx2") << describe(g);
+    }
+  }
+}
+
 TEST(PoolKernel, AveragePoolRandomGeometries) {
   std::mt19937 rng(78);
   for (int iter = 0; iter < 120; ++iter) {
