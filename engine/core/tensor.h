@@ -8,13 +8,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/core/aligned_vector.h"
 #include "engine/core/dtype.h"
 
 namespace xnn {
 
 using Shape = std::vector<int64_t>;
 
-constexpr size_t kTensorAlignment = 64;
+constexpr size_t kTensorAlignment = kCacheLineBytes;  // aligned_vector.h
 
 int64_t shape_numel(const Shape& s);            // product of dims (1 for a scalar)
 std::string shape_str(const Shape& s);          // "[1,3,224,224]"
