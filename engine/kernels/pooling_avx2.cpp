@@ -105,16 +105,12 @@ void f32_maxpool2d_2x2s2_rest__avx2(const float* const* rows, int64_t nrows, int
   // Taps in window order with max_ps(t, best), as maxpool_s2_row; the xmm shuffles keep the
   // outputs in order.
   for (; o + 4 <= count; o += 4) {
-    const auto even = [&](int64_t r) {
-      return _mm_shuffle_ps(_mm_loadu_ps(rows[r] + 2 * o), _mm_loadu_ps(rows[r] + 2 * o + 4), 0x88);
-    };
-    const auto odd = [&](int64_t r) {
-      return _mm_shuffle_ps(_mm_loadu_ps(rows[r] + 2 * o), _mm_loadu_ps(rows[r] + 2 * o + 4), 0xDD);
-    };
-    __m128 best = _mm_max_ps(odd(0), even(0));
-    for (int64_t r = 1; r < nrows; ++r) {
-      best = _mm_max_ps(even(r), best);
-      best = _mm_max_ps(odd(r), best);
+    __m128 best = _mm_setzero_ps();
+    for (int64_t r = 0; r < nrows; ++r) {
+      const __m128 a = _mm_loadu_ps(rows[r] + 2 * o), b = _mm_loadu_ps(rows[r] + 2 * o + 4);
+      const __m128 even = _mm_shuffle_ps(a, b, 0x88), odd = _mm_shuffle_ps(a, b, 0xDD);
+      best = r == 0 ? even : _mm_max_ps(even, best);  // row 0's first tap seeds the window
+      best = _mm_max_ps(odd, best);
     }
     _mm_storeu_ps(out + o, best);
   }
