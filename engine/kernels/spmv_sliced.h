@@ -17,9 +17,9 @@
 // nonzeros are sparse takes them from ahead while the others catch up (the constructor's comment
 // has the figures): at 80% zeros 75% of the lanes carry a nonzero, with no gathers, one permute
 // and one FMA per 16 lanes. The indices of a block's 4 slices share one vector of dwords, slice j
-// in byte j of each lane's dword: the permutes read only the low 5 bits of a dword (AVX2: 3, and bit 3 picks the register), so slice
-// j's indices are that vector shifted right by 8·j (one load and three shifts per block instead
-// of four byte-to-dword loads).
+// in byte j of each lane's dword: the permutes read only the low 5 bits of a dword (AVX2: 3, and
+// bit 3 picks the register), so slice j's indices are that vector shifted right by 8·j (one load
+// and three shifts per block instead of four byte-to-dword loads).
 //
 // The sum order is fixed by the format (slice j of a block goes to accumulator j of one of two
 // sets, the sets alternating between consecutive blocks of a group; at the end each set is added

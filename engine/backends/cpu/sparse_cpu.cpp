@@ -30,7 +30,8 @@ using kernels::Isa;
 // From engine/bench/spmm_bench.cpp (one thread, dense time / sparse time, Zen 4; the full table
 // is in compress/prune/README.md): 1x1 conv 56²×64→64 .. 7²×512→512 0.8-1.5x at 50%, 1.4-2.1x at
 // 70%, 2.4-2.8x at 80%; linear 64×784→300 0.7-0.8x at 50%, 1.25-1.5x at 70%, 2.0-2.3x at 80%.
-// Sparse from 70% zeros. Batch-1 linear layers: below, per kernel; the scalar ISA's CSR kernel
+// Against a dense kernel given aligned operands as here (Sapphire Rapids, 2026-12-05, two runs)
+// still 1.2-2.0x at 70% on every one of those shapes. Sparse from 70% zeros. Batch-1 linear layers: below, per kernel; the scalar ISA's CSR kernel
 // from 85%.
 constexpr double kMinSparsityConv1x1 = 0.7;
 constexpr double kMinSparsityLinear = 0.7;
@@ -42,7 +43,7 @@ constexpr double kMinSparsityGemv = 0.85;
 constexpr double kMinSparsityGemvSliced = 0.7;
 // Batch 1 with AVX2 only (Sapphire Rapids with XNN_ISA=avx2, dense / sparse, median of 5): the
 // 8x16 permute format (f32_spmv_8x16perm__avx2, sliding windows) 784->300 1.17x at 70%, 1.49x
-// at 80%; 1024->1024 2.4x at 70%, 2.9x at 80% (its 4 MB stream from beyond this CPU's 2 MB L2).
+// at 80% in a first session (re-measured below: less); 1024->1024 2.4x at 70%, 2.9x at 80% (its 4 MB stream from beyond this CPU's 2 MB L2).
 // Both it and the dense GEMV stream their bytes, and it pays two permutes and a blend per slice,
 // so it stays under 2x on L2-resident layers. The CSR gather kernel (8 bytes per nonzero, ~1
 // cycle each) runs 0.74x at 80%, 1.3x at 90%, 3.0x at 95% on 784->300: it takes over from 93%
