@@ -290,7 +290,9 @@ TEST(CodebookQuantize, ErrorShrinksWithBitsAndPrunedZerosStayExact) {
       kernels::decode_codebook_row(q.codes.data() + r * rb, bits, 50, q.centroids.data(), row.data());
       for (int c = 0; c < 50; ++c) {
         const float v = w.data<float>()[r * 50 + c];
-        if (v == 0.0f) EXPECT_EQ(row[c], 0.0f) << "bits " << bits;  // the zero centroid keeps pruning exact
+        if (v == 0.0f) {
+          EXPECT_EQ(row[c], 0.0f) << "bits " << bits;  // the zero centroid keeps pruning exact
+        }
         err2 += (v - row[c]) * (v - row[c]);
       }
     }

@@ -543,8 +543,11 @@ TEST(AutogradBatchNorm, FusedReluGivesTheUnfusedGradientsExactly) {
     Tensor labels = Tensor::from_vector<int64_t>({0, 3, 5, 7, 9, 40}, {6});
     s.set_profiling(true);
     s.train_step(z, labels);
-    for (const TrainNodeProfile& np : s.profile())
-      if (np.op_type == "Relu") EXPECT_EQ(np.forward_ms == 0.0, unfused == 0) << "the Relu ran as its own node";
+    for (const TrainNodeProfile& np : s.profile()) {
+      if (np.op_type == "Relu") {
+        EXPECT_EQ(np.forward_ms == 0.0, unfused == 0) << "the Relu ran as its own node";
+      }
+    }
     for (const Parameter& prm : s.parameters())
       grads[unfused].emplace_back(prm.grad.data<float>(), prm.grad.data<float>() + prm.grad.numel());
   }
