@@ -33,6 +33,15 @@ struct DpbusdEvex {
 // the stack inside the loop once the epilogue was inlined (see avx2::store_tile).
 // Per accumulator row I (the assembler evaluates I*64 and I*4): load from / store to the tile, and
 // one vpdpbusd with row I's 4 weights broadcast from memory.
+//
+// Software prefetch distances (bytes ahead in the weight and X panels). The hardware streamers
+// stop at 4 KB page boundaries, and a weight panel of a deep layer (ResNet-18's layer4: 16 rows ×
+// 4608 = 74 KB, 2.4 MB for the layer) comes from L3 on its first use, so the first call of each
+// row panel waited on every page; prefetching 2 KB ahead also runs into the next row panel.
+// Measured on ResNet-18 int8 (one thread, interleaved builds): the layer4 convolutions took 20%
+// less time relative to the rest, layers 1-2 unchanged.
+#define XNN_QGEMM_W_PREFETCH "2048"
+#define XNN_QGEMM_X_PREFETCH "2048"
 #define XNN_LD(I) "vmovdqa64 " #I "*64(%[t]), %%zmm" #I "\n\t"
 #define XNN_ST(I) "vmovdqa64 %%zmm" #I ", " #I "*64(%[t])\n\t"
 #define XNN_DP(I) "vpdpbusd " #I "*4(%[w])%{1to16%}, %%zmm16, %%zmm" #I "\n\t"
@@ -45,6 +54,8 @@ inline void k_loop_16(__m512i* t, size_t groups, const int8_t* w, const uint8_t*
   asm volatile(XNN_ROWS_0_7(XNN_LD) XNN_ROWS_8_15(XNN_LD)
                "1:\n\t"
                "vmovdqa64 (%[x]), %%zmm16\n\t"
+               "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"
+               "prefetcht0 " XNN_QGEMM_X_PREFETCH "(%[x])\n\t"
                XNN_ROWS_0_7(XNN_DP) XNN_ROWS_8_15(XNN_DP)
                "add $64, %[w]\n\t"
                "add $64, %[x]\n\t"
@@ -59,6 +70,8 @@ inline void k_loop_8(__m512i* t, size_t groups, const int8_t* w, const uint8_t* 
   asm volatile(XNN_ROWS_0_7(XNN_LD)
                "1:\n\t"
                "vmovdqa64 (%[x]), %%zmm16\n\t"
+               "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"
+               "prefetcht0 " XNN_QGEMM_X_PREFETCH "(%[x])\n\t"
                XNN_ROWS_0_7(XNN_DP)
                "add $32, %[w]\n\t"
                "add $64, %[x]\n\t"
@@ -69,6 +82,8 @@ inline void k_loop_8(__m512i* t, size_t groups, const int8_t* w, const uint8_t* 
                : [t] "r"(t)
                : "cc", "memory", XNN_ZMM_0_7, "xmm16");
 }
+#undef XNN_QGEMM_W_PREFETCH
+#undef XNN_QGEMM_X_PREFETCH
 #undef XNN_LD
 #undef XNN_ST
 #undef XNN_DP
