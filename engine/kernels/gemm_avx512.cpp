@@ -46,6 +46,7 @@ inline void k_loop_16x16(size_t kc, const float* a, const float* b, int64_t b_by
                "jz 2f\n\t"
                "1:\n\t"
                "vmovups (%[b]), %%zmm16\n\t"
+               "prefetcht0 2048(%[a])\n\t"
                XNN_ROWS(XNN_FMA, "zmm", "%{1to16%}")
                "add $64, %[a]\n\t"
                "add %[bs], %[b]\n\t"
