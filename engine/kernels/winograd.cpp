@@ -600,7 +600,14 @@ void WinogradConv3x3::run_batch(int64_t images, const float* input, int64_t inpu
 //  * if even the chosen tile leaves over 4.5 multiplies per output (half of direct's 9: tiny
 //    images, mostly padding), im2col: the transforms would eat the rest of the gain;
 //  * scalar: F(4,3) (F(6,3) ties at 56 and 28 and is slower below).
-// So all of ResNet-18's stride-1 3×3 layers run F(4,3).
+// So all of ResNet-18's stride-1 3×3 layers run F(4,3) on AVX2.
+//
+// With AVX-512 the im2col GEMM runs the zmm 16x16 kernel (its weight panels prefetched), and
+// raw-weight layers with at most kMaxTilesForZmmGemmOverRawWinograd tiles go to it instead:
+// measured on the Sapphire Rapids VM, one thread, 512 @ 7 (4 tiles, U 36 MiB so raw):
+// winograd_bench warm F(4,3) 3.05 ms vs im2col 2.28 ms (cold 3.14 vs 3.36); inside ResNet-18
+// (--tune, per-op profile) 3.67 vs 2.73 ms for each of layer4's three stride-1 convolutions.
+// 256 @ 14 (16 tiles) stays Winograd there: 1.38 vs 2.03 ms warm.
 std::optional<WinogradTile> choose_winograd_tile(int64_t cin, int64_t cout, int64_t oh, int64_t ow, Isa isa) {
   if (cin < 8 || cout < 8 || oh <= 0 || ow <= 0) return std::nullopt;
   auto work = [&](int64_t m) {
@@ -611,6 +618,11 @@ std::optional<WinogradTile> choose_winograd_tile(int64_t cin, int64_t cout, int6
   const bool f63 = isa == Isa::kAvx2 && w63 <= 0.85 * w43 &&
                    transformed_weight_bytes(cout, cin, WinogradTile::kF63) <= kMaxTransformedWeightBytes;
   if ((f63 ? w63 : w43) > 4.5) return std::nullopt;
+  const int64_t tiles43 = ((oh + 3) / 4) * ((ow + 3) / 4);
+  if (!f63 && isa == Isa::kAvx2 && avx512_enabled() && tiles43 <= kMaxTilesForZmmGemmOverRawWinograd &&
+      transformed_weight_bytes(cout, cin, WinogradTile::kF43) > kMaxTransformedWeightBytes) {
+    return std::nullopt;
+  }
   return f63 ? WinogradTile::kF63 : WinogradTile::kF43;
 }
 

@@ -63,6 +63,9 @@ struct ConvEpilogue {
 // kMaxTransformedWeightBytes of U, raw above; the others force one form (tests, benchmarks).
 enum class WinogradWeights { kAuto, kTransformed, kRaw };
 inline constexpr size_t kMaxTransformedWeightBytes = size_t{8} << 20;
+// With AVX-512, a layer that would keep raw weights and has at most this many F(4,3) tiles per
+// image runs im2col + the zmm GEMM instead (choose_winograd_tile, measurements in winograd.cpp).
+inline constexpr int64_t kMaxTilesForZmmGemmOverRawWinograd = 4;
 
 class WinogradConv3x3 {
  public:
