@@ -7,7 +7,9 @@
 // one fused uop each, 8 cycles at two FMAs per cycle, and 16 independent chains cover the 4-cycle
 // FMA latency twice. The k loop is one asm block (accumulators pinned to zmm0-15, as in
 // qgemm_avx512vnni.cpp: GCC 12's allocation of the intrinsics spills them once the epilogue is
-// inlined); the tile is then stored to the stack and finished from there.
+// inlined); the tile is then stored to the stack and finished from there. The A panel is
+// prefetched 2 KB ahead (the streamers stop at 4 KB pages and deep layers' panels come from L3):
+// ResNet-18's im2col GEMM time fell ~12% relative to its Winograd layers (seven interleaved rounds).
 // 16x8: a panel with at most 8 valid columns (the last of N = 49, 196, ...; all of N <= 8),
 // computed column-wise instead (k_loop_columns).
 //
