@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "engine/core/error.h"
 #include "engine/kernels/byte_runs.h"
@@ -119,7 +123,34 @@ PackedQConvWeights::PackedQConvWeights(const QConvShape& s, const int8_t* weight
             s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0;
   const int64_t m = s.out_per_group(), k = s.depth();
   const PhaseGeometry pg = phase_geometry(s);
-  if (!direct_ && 4 * (pg.ws - s.out_w()) <= pg.ws) {
+  const bool implicit = !direct_ && 4 * (pg.ws - s.out_w()) <= pg.ws;
+  const int64_t cin_g = s.in_per_group(), taps = s.kernel_h * s.kernel_w;
+  if (implicit && cin_g % 4 == 0 && isa == Isa::kAvx2 && best_qs8_kernels() == Qs8Kernels::kVnni512) {
+    // K reordered from (c, ki, kj) to (ki, kj, c): 4 consecutive k are 4 channels at one tap.
+    std::vector<int8_t> reordered(static_cast<size_t>(m * k));
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const int8_t* wg = weights + g * m * k;
+      for (int64_t o = 0; o < m; ++o)
+        for (int64_t c = 0; c < cin_g; ++c)
+          for (int64_t t = 0; t < taps; ++t) reordered[static_cast<size_t>(o * k + t * cin_g + c)] = wg[o * k + c * taps + t];
+      groups_.emplace_back(m, k, reordered.data(), k, bias ? bias + g * m : nullptr, isa);
+      if (!qs8_gemm_interleaved_supported(groups_.back())) break;
+    }
+    if (static_cast<int64_t>(groups_.size()) == s.groups && qs8_gemm_interleaved_supported(groups_.front())) {
+      const int64_t quad_bytes = 4 * pg.channel_bytes();
+      for (int64_t ki = 0; ki < s.kernel_h; ++ki)
+        for (int64_t kj = 0; kj < s.kernel_w; ++kj)
+          for (int64_t q = 0; q < cin_g / 4; ++q) {
+            const int64_t dy = ki * s.dilation_h, dx = kj * s.dilation_w;
+            const int64_t phase = (dy % s.stride_h) * s.stride_w + dx % s.stride_w;
+            interleaved_offsets_.push_back(q * quad_bytes +
+                                           4 * (phase * pg.plane_bytes() + dy / s.stride_h * pg.ws + dx / s.stride_w));
+          }
+      return;
+    }
+    groups_.clear();  // no interleaved kernel for these weights after all: the plain paths below
+  }
+  if (implicit) {
     implicit_offsets_.reserve(static_cast<size_t>(k));
     for (int64_t c = 0; c < s.in_per_group(); ++c)
       for (int64_t ki = 0; ki < s.kernel_h; ++ki)
@@ -137,6 +168,7 @@ PackedQConvWeights::PackedQConvWeights(const QConvShape& s, const int8_t* weight
 }
 
 std::string PackedQConvWeights::kernel_name() const {
+  if (interleaved_gemm()) return std::string("qs8_conv_implicit4c+") + groups_.front().interleaved_kernel_name();
   const char* algo = direct_ ? "qs8_conv_1x1+" : implicit_gemm() ? "qs8_conv_implicit+" : "qs8_conv_im2col+";
   return std::string(algo) + groups_.front().kernel_name();
 }
@@ -147,15 +179,17 @@ namespace {
 // (x_zp outside the image) at row sh·y + a, column sw·x + b.
 // Only the phases some tap reads are copied (a 1×1 stride-2 layer reads one of four); the others
 // are filled with x_zp (a memset), since the dropped extra columns may read into them.
-void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out) {
+void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out, int64_t c_begin = 0,
+                  int64_t c_end = -1) {
   const PhaseGeometry pg = phase_geometry(s);
+  if (c_end < 0) c_end = s.in_channels;
   const int64_t sh = s.stride_h, sw = s.stride_w;
   const auto used = [&s](int64_t step, int64_t stride, int64_t taps, int64_t phase) {
     for (int64_t t = 0; t < taps; ++t)
       if (t * step % stride == phase) return true;
     return false;
   };
-  for (int64_t c = 0; c < s.in_channels; ++c) {
+  for (int64_t c = c_begin; c < c_end; ++c) {
     const uint8_t* plane = in + c * s.in_h * s.in_w;
     for (int64_t a = 0; a < sh; ++a) {
       for (int64_t b = 0; b < sw; ++b) {
@@ -189,6 +223,57 @@ void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t*
   }
 }
 
+// Four planes of `bytes` bytes (src, src + bytes, ...) interleaved: out[4·i + l] = plane l [i].
+void interleave4(const uint8_t* src, int64_t bytes, uint8_t* out) {
+  const uint8_t* p0 = src;
+  const uint8_t* p1 = src + bytes;
+  const uint8_t* p2 = src + 2 * bytes;
+  const uint8_t* p3 = src + 3 * bytes;
+  int64_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 16 <= bytes; i += 16, out += 64) {
+    const auto load = [i](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)); };
+    const __m128i a = load(p0), b = load(p1), c = load(p2), d = load(p3);
+    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+  }
+#endif
+  for (; i < bytes; ++i, out += 4) out[0] = p0[i], out[1] = p1[i], out[2] = p2[i], out[3] = p3[i];
+}
+
+// The interleaved implicit GEMM (qconv.h): the phase planes of every 4 channels interleaved into
+// [C/4][phase][Hs][Ws][4], then per group one qs8_gemm_interleaved over oh × Ws columns.
+void conv_interleaved(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zp, const QRequant& rq,
+                      uint8_t* output, ThreadPool* pool) {
+  const QConvShape& s = w.shape();
+  const PhaseGeometry pg = phase_geometry(s);
+  const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * pg.ws, n = oh * ow;
+  const int64_t quad_bytes = 4 * pg.channel_bytes(), quads = s.in_channels / 4;
+  // Whole 16-column tiles read up to 15 columns past the last output row, plus a tap's shift:
+  // slack set like the padding so even the dropped columns read defined bytes.
+  const int64_t copy_bytes = quads * quad_bytes, slack = 4 * (pg.ws + 16) + 64;
+  auto* copy = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(copy_bytes + slack + 3) / 4, 4));
+  auto* planes = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(quad_bytes + 3) / 4, 2));
+  for (int64_t q = 0; q < quads; ++q) {
+    split_phases(s, input, x_zp, planes, 4 * q, 4 * q + 4);
+    interleave4(planes, pg.channel_bytes(), copy + q * quad_bytes);
+  }
+  fill_byte_run(copy + copy_bytes, x_zp, slack);
+  auto* wide_y = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(s.out_per_group() * wide + 3) / 4, 3));
+  for (int64_t g = 0; g < s.groups; ++g) {
+    const QRequant rg = group_requant(rq, s, g);
+    qs8_gemm_interleaved(w.group(g), wide, copy + g * (s.in_per_group() / 4) * quad_bytes, w.interleaved_offsets(),
+                         x_zp, rg, wide_y, wide, pool);
+    uint8_t* yg = output + g * s.out_per_group() * n;
+    for (int64_t o = 0; o < s.out_per_group(); ++o)
+      for (int64_t oy = 0; oy < oh; ++oy) copy_byte_run(yg + (o * oh + oy) * ow, wide_y + o * wide + oy * pg.ws, ow);
+  }
+}
+
 }  // namespace
 
 void qs8_conv2d(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zero_point, const QRequant& rq,
@@ -197,6 +282,10 @@ void qs8_conv2d(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zer
   check_requant(rq, s.out_channels, "qs8_conv2d");
   const int64_t n = s.out_h() * s.out_w(), k = s.depth();
   const int64_t in_plane = s.in_h * s.in_w;
+  if (w.interleaved_gemm()) {
+    conv_interleaved(w, input, x_zero_point, rq, output, pool);
+    return;
+  }
   if (w.implicit_gemm()) {
     const PhaseGeometry pg = phase_geometry(s);
     const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * pg.ws;  // the GEMM's columns

@@ -18,6 +18,12 @@
 //   expanded kh·kw times. The Ws − ow columns past each output row's end are computed and
 //   dropped when the result is copied out (2 of 58 on 56×56 maps at stride 1, 1 of 29 at
 //   stride 2); the path is taken while they are at most a quarter of Ws;
+//   implicit GEMM on 4-channel-interleaved input (the same shapes, input channels per group a
+//   multiple of 4, weights packed for the 512-bit VNNI kernels): the phase planes are stored 4
+//   channels per pixel ([C/4][phase][Hs][Ws][4]) and the weights' K reordered to (tap, channel),
+//   so a group of 4 consecutive k is 4 channels at one tap and its 16 columns are 64 contiguous
+//   bytes of the copy: qs8_gemm_interleaved reads them in place and X is never packed (the plain
+//   implicit path packs oh × Ws × K bytes per call, kh·kw times the input);
 //   anything else: uint8 im2col (rows (c, ki, kj), padding = x_zp) in blocks of output columns
 //   that stay in L2 (per-thread scratch, slot 2), each followed by the GEMM of that block.
 //   Threads take whole blocks when there are enough of them, else each block's GEMM is split.
@@ -65,13 +71,18 @@ class PackedQConvWeights {
   // the padded input at these K byte offsets (group 0's; a group adds its planes' offset).
   bool implicit_gemm() const { return !implicit_offsets_.empty(); }
   const int64_t* implicit_offsets() const { return implicit_offsets_.data(); }
-  // e.g. "qs8_conv_im2col+qs8_gemm_6x16c2__avx2" (the first group's GEMM kernel).
+  // The interleaved form of the implicit GEMM (then implicit_gemm() is false): per group of 4 k
+  // (tap, 4 channels), its byte offset in group 0's interleaved copy.
+  bool interleaved_gemm() const { return !interleaved_offsets_.empty(); }
+  const int64_t* interleaved_offsets() const { return interleaved_offsets_.data(); }
+  // e.g. "qs8_conv_im2col+qs8_gemm_6x16c2__avx2" (the first group's GEMM kernel),
+  // "qs8_conv_implicit4c+qs8_gemm_16x16c4_interleaved__avx512vnni".
   std::string kernel_name() const;
 
  private:
   QConvShape shape_;
   bool direct_ = false;
-  std::vector<int64_t> implicit_offsets_;
+  std::vector<int64_t> implicit_offsets_, interleaved_offsets_;
   std::vector<PackedQs8Weights> groups_;
 };
 

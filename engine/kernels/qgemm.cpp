@@ -139,12 +139,16 @@ const QGemmKernelSet& kernels_for(Layout layout) {
                                          .elem_bytes = 1, .main = internal::qs8_gemm_16x16c4__avx512vnni,
                                          .narrow = internal::qs8_gemm_16x8c4__avx512vnni,
                                          .pack_x = internal::qs8_pack_x_16c4__avx2,
-                                         .name = "qs8_gemm_16x16c4__avx512vnni"};
+                                         .name = "qs8_gemm_16x16c4__avx512vnni",
+                                         .interleaved = internal::qs8_gemm_16x16c4_interleaved__avx512vnni,
+                                         .interleaved_name = "qs8_gemm_16x16c4_interleaved__avx512vnni"};
   static const QGemmKernelSet vnni512_small = {.mr = internal::kVnni512SmallMr, .nr = internal::kAvx2Nr, .ku = 4,
                                                .elem_bytes = 1, .main = internal::qs8_gemm_8x16c4__avx512vnni,
                                                .narrow = internal::qs8_gemm_8x8c4__avx512vnni,
                                                .pack_x = internal::qs8_pack_x_16c4__avx2,
-                                               .name = "qs8_gemm_8x16c4__avx512vnni"};
+                                               .name = "qs8_gemm_8x16c4__avx512vnni",
+                                               .interleaved = internal::qs8_gemm_8x16c4_interleaved__avx512vnni,
+                                               .interleaved_name = "qs8_gemm_8x16c4_interleaved__avx512vnni"};
   const bool avx2 = isa_supported(Isa::kAvx2);
   switch (layout) {
     case Layout::kVnni512C4: return vnni512;  // only chosen where the CPU runs it
@@ -363,6 +367,37 @@ const char* PackedQs8Weights::kernel_name() const { return ks_ ? ks_->name : "";
 
 namespace {
 
+// qs8_gemm_interleaved's task: Y[r0:r1, j0:j1], row panels outer so a weight panel stays in L1/L2
+// across the columns; nothing is packed.
+void run_interleaved_task(const PackedQs8Weights& w, const uint8_t* x, const int64_t* offsets,
+                          uint8_t x_zero_point, const QRequant& rq, uint8_t* y, int64_t ldy, int64_t r0, int64_t r1,
+                          int64_t j0, int64_t j1) {
+  const QGemmKernelSet& ks = w.kernels();
+  const int64_t m = w.rows(), groups = ceil_div(w.depth(), ks.ku);
+  const auto* wdata = static_cast<const uint8_t*>(w.data());
+  const int64_t w_panel_bytes = groups * ks.mr * ks.ku * ks.elem_bytes;
+  QTileParams tile;
+  tile.lower = requant_lower(rq);
+  tile.upper = requant_upper(rq);
+  tile.zero_point = rq.zero_point;
+  tile.qmin = rq.qmin;
+  int32_t init[internal::kMaxMr];
+  for (int64_t ir = r0; ir < r1; ir += ks.mr) {
+    const size_t mr = static_cast<size_t>(std::min<int64_t>(ks.mr, m - ir));
+    for (int i = 0; i < ks.mr; ++i) {
+      init[i] = static_cast<int32_t>(static_cast<uint32_t>(w.bias()[ir + i]) -
+                                     uint32_t{x_zero_point} * static_cast<uint32_t>(w.row_sums()[ir + i]));
+    }
+    tile.init = init;
+    tile.multiplier = rq.multiplier + ir;
+    const uint8_t* wpanel = wdata + ir / ks.mr * w_panel_bytes;
+    for (int64_t jr = j0; jr < j1; jr += ks.nr) {
+      const size_t nr = static_cast<size_t>(std::min<int64_t>(ks.nr, j1 - jr));
+      ks.interleaved(mr, nr, static_cast<size_t>(groups), wpanel, x + 4 * jr, offsets, tile, y + ir * ldy + jr, ldy);
+    }
+  }
+}
+
 void run_qgemm(const PackedQs8Weights& w, int64_t n, const QXRows& x, uint8_t x_zero_point, const QRequant& rq,
                uint8_t* y, int64_t ldy, ThreadPool* pool) {
   const int64_t m = w.rows(), k = w.depth();
@@ -398,6 +433,33 @@ void qs8_gemm_rows(const PackedQs8Weights& w, int64_t n, const uint8_t* x, const
   check_requant(rq, m, "qs8_gemm_rows");
   XNN_CHECK(m == 1 || ldy >= n, "qs8_gemm_rows: Y row stride " + std::to_string(ldy) + " < N " + std::to_string(n));
   run_qgemm(w, n, QXRows{x, 0, row_offsets}, x_zero_point, rq, y, ldy, pool);
+}
+
+bool qs8_gemm_interleaved_supported(const PackedQs8Weights& w) {
+  return w.rows() > 0 && w.kernels().interleaved != nullptr && w.kernels().ku == 4;
+}
+
+const char* PackedQs8Weights::interleaved_kernel_name() const { return ks_ ? ks_->interleaved_name : ""; }
+
+void qs8_gemm_interleaved(const PackedQs8Weights& w, int64_t n, const uint8_t* x, const int64_t* group_offsets,
+                          uint8_t x_zero_point, const QRequant& rq, uint8_t* y, int64_t ldy, ThreadPool* pool) {
+  const int64_t m = w.rows();
+  if (m == 0 || n <= 0) return;
+  XNN_CHECK(qs8_gemm_interleaved_supported(w), std::string("qs8_gemm_interleaved: weights packed for ") +
+                                                   w.kernel_name() + " have no interleaved-X kernel");
+  check_requant(rq, m, "qs8_gemm_interleaved");
+  XNN_CHECK(m == 1 || ldy >= n, "qs8_gemm_interleaved: Y row stride " + std::to_string(ldy) + " < N " +
+                                    std::to_string(n));
+  const QGemmKernelSet& ks = w.kernels();
+  int64_t tm = 1, tn = 1;
+  plan_tasks(ks, m, n, w.depth(), pool ? pool->threads() : 1, &tm, &tn);
+  const int64_t mp = ceil_div(m, ks.mr), np = ceil_div(n, ks.nr);
+  parallel_for(pool, tm * tn, [&](int64_t t) {
+    const int64_t ti = t / tn, tj = t % tn;
+    const int64_t r0 = split_begin(ti, tm, mp, ks.mr), r1 = std::min(m, split_begin(ti + 1, tm, mp, ks.mr));
+    const int64_t j0 = split_begin(tj, tn, np, ks.nr), j1 = std::min(n, split_begin(tj + 1, tn, np, ks.nr));
+    if (r0 < r1 && j0 < j1) run_interleaved_task(w, x, group_offsets, x_zero_point, rq, y, ldy, r0, r1, j0, j1);
+  });
 }
 
 void qs8_gemm_reference(int64_t m, int64_t n, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias,

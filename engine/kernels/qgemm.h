@@ -80,6 +80,8 @@ class PackedQs8Weights {
   Isa isa() const { return isa_; }
   // The micro-kernel that runs these weights, e.g. "qs8_gemm_6x16c2__avx2".
   const char* kernel_name() const;
+  // Its interleaved-X variant (qs8_gemm_interleaved), or "" where the layout has none.
+  const char* interleaved_kernel_name() const;
   size_t bytes() const { return bytes_; }
 
   // For the driver: the packed panels, and per row (padded to whole panels) bias and Σ_k W[m][k].
@@ -106,6 +108,15 @@ void qs8_gemm(const PackedQs8Weights& w, int64_t n, const uint8_t* x, int64_t ld
 void qs8_gemm_rows(const PackedQs8Weights& w, int64_t n, const uint8_t* x, const int64_t* row_offsets,
                    uint8_t x_zero_point, const QRequant& rq, uint8_t* y, int64_t ldy, ThreadPool* pool);
 
+// The same with X interleaved 4 rows per column and nothing packed: rows 4g..4g+3 of column j are
+// the 4 bytes at x + group_offsets[g] + 4·j (ceil(K/4) offsets; rows past K must meet zero
+// weights). The int8 convolution passes an input stored 4 channels per pixel, so a tap's group is
+// a shifted view of it (qconv.h). Reads every group's columns up to round_up(n, 16) − 1 (whole
+// 16-column tiles), so the caller leaves defined bytes there. Only weights whose kernels have this
+// form: qs8_gemm_interleaved_supported() (the 512-bit VNNI layouts).
+bool qs8_gemm_interleaved_supported(const PackedQs8Weights& w);
+void qs8_gemm_interleaved(const PackedQs8Weights& w, int64_t n, const uint8_t* x, const int64_t* group_offsets,
+                          uint8_t x_zero_point, const QRequant& rq, uint8_t* y, int64_t ldy, ThreadPool* pool);
 // The definition: plain loops, int64 accumulation (checked to fit int32), requantize().
 void qs8_gemm_reference(int64_t m, int64_t n, int64_t k, const int8_t* w, int64_t ldw, const int32_t* bias,
                         const uint8_t* x, int64_t ldx, uint8_t x_zero_point, const QRequant& rq, uint8_t* y,

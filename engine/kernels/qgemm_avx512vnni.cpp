@@ -82,6 +82,42 @@ inline void k_loop_8(__m512i* t, size_t groups, const int8_t* w, const uint8_t* 
                : [t] "r"(t)
                : "cc", "memory", XNN_ZMM_0_7, "xmm16");
 }
+// The same loops with X given as 4-byte groups at per-group offsets (qs8_gemm_interleaved): group
+// g's 16 columns are the 64 bytes at x + off[g], an input interleaved 4 channels per pixel, read in
+// place (unaligned: a tap's shift moves them by 4-byte steps), so X is never packed. The offsets
+// stream is 8 bytes per group beside the weights' 64.
+inline void k_loop_16_offsets(__m512i* t, size_t groups, const int8_t* w, const uint8_t* x, const int64_t* off) {
+  asm volatile(XNN_ROWS_0_7(XNN_LD) XNN_ROWS_8_15(XNN_LD)
+               "1:\n\t"
+               "mov (%[o]), %%rax\n\t"
+               "vmovdqu64 (%[x],%%rax), %%zmm16\n\t"
+               "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"
+               XNN_ROWS_0_7(XNN_DP) XNN_ROWS_8_15(XNN_DP)
+               "add $64, %[w]\n\t"
+               "add $8, %[o]\n\t"
+               "dec %[g]\n\t"
+               "jnz 1b\n\t"
+               XNN_ROWS_0_7(XNN_ST) XNN_ROWS_8_15(XNN_ST)
+               : [w] "+r"(w), [o] "+r"(off), [g] "+r"(groups)
+               : [t] "r"(t), [x] "r"(x)
+               : "cc", "memory", "rax", XNN_ZMM_0_7, XNN_ZMM_8_15, "xmm16");
+}
+inline void k_loop_8_offsets(__m512i* t, size_t groups, const int8_t* w, const uint8_t* x, const int64_t* off) {
+  asm volatile(XNN_ROWS_0_7(XNN_LD)
+               "1:\n\t"
+               "mov (%[o]), %%rax\n\t"
+               "vmovdqu64 (%[x],%%rax), %%zmm16\n\t"
+               "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"
+               XNN_ROWS_0_7(XNN_DP)
+               "add $32, %[w]\n\t"
+               "add $8, %[o]\n\t"
+               "dec %[g]\n\t"
+               "jnz 1b\n\t"
+               XNN_ROWS_0_7(XNN_ST)
+               : [w] "+r"(w), [o] "+r"(off), [g] "+r"(groups)
+               : [t] "r"(t), [x] "r"(x)
+               : "cc", "memory", "rax", XNN_ZMM_0_7, "xmm16");
+}
 #undef XNN_QGEMM_W_PREFETCH
 #undef XNN_QGEMM_X_PREFETCH
 #undef XNN_LD
@@ -92,17 +128,26 @@ inline void k_loop_8(__m512i* t, size_t groups, const int8_t* w, const uint8_t* 
 #undef XNN_ZMM_0_7
 #undef XNN_ZMM_8_15
 
+// x_offsets null: X is a packed 16-column panel; else the interleaved form (k_loop_*_offsets).
 template <int MR>
 inline void qgemm_16c4_zmm(size_t mr, size_t nr, size_t groups, const int8_t* w, const uint8_t* x,
-                           const QTileParams& p, uint8_t* y, int64_t ldy) {
+                           const int64_t* x_offsets, const QTileParams& p, uint8_t* y, int64_t ldy) {
   static_assert(MR == 16 || MR == 8);
   alignas(64) __m512i acc[MR];
   unroll<MR>([&](auto i) { acc[i] = _mm512_set1_epi32(p.init[i]); });
   if (groups != 0) {
     if constexpr (MR == 16) {
-      k_loop_16(acc, groups, w, x);
+      if (x_offsets) {
+        k_loop_16_offsets(acc, groups, w, x, x_offsets);
+      } else {
+        k_loop_16(acc, groups, w, x);
+      }
     } else {
-      k_loop_8(acc, groups, w, x);
+      if (x_offsets) {
+        k_loop_8_offsets(acc, groups, w, x, x_offsets);
+      } else {
+        k_loop_8(acc, groups, w, x);
+      }
     }
   }
   // Four rows at a time (Requant16x4); rows past mr are computed and not stored (their
@@ -133,10 +178,18 @@ XNN_QGEMM_UKERNEL(qs8_gemm_6x8c4__avx512vnni) {
                             static_cast<const uint8_t*>(x), p, y, ldy);
 }
 XNN_QGEMM_UKERNEL(qs8_gemm_16x16c4__avx512vnni) {
-  qgemm_16c4_zmm<16>(mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x), p, y, ldy);
+  qgemm_16c4_zmm<16>(mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x), nullptr, p, y,
+                     ldy);
 }
 XNN_QGEMM_UKERNEL(qs8_gemm_8x16c4__avx512vnni) {
-  qgemm_16c4_zmm<8>(mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x), p, y, ldy);
+  qgemm_16c4_zmm<8>(mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x), nullptr, p, y,
+                    ldy);
+}
+XNN_QGEMM_INTERLEAVED_UKERNEL(qs8_gemm_16x16c4_interleaved__avx512vnni) {
+  qgemm_16c4_zmm<16>(mr, nr, groups, static_cast<const int8_t*>(w), x, x_offsets, p, y, ldy);
+}
+XNN_QGEMM_INTERLEAVED_UKERNEL(qs8_gemm_8x16c4_interleaved__avx512vnni) {
+  qgemm_16c4_zmm<8>(mr, nr, groups, static_cast<const int8_t*>(w), x, x_offsets, p, y, ldy);
 }
 XNN_QGEMM_UKERNEL(qs8_gemm_16x8c4__avx512vnni) {
   qgemm_c4_vnni<16, 1>(DpbusdEvex{}, mr, nr, groups, static_cast<const int8_t*>(w), static_cast<const uint8_t*>(x),

@@ -31,6 +31,16 @@ using QGemmUkernelFn = void (*)(size_t mr, size_t nr, size_t groups, const void*
   void name(size_t mr, size_t nr, size_t groups, const void* w, const void* x, const QTileParams& p, \
             uint8_t* y, int64_t ldy)
 
+// X interleaved 4 values per column (qs8_gemm_interleaved): group g of column j is the 4 bytes at
+// x + x_offsets[g] + 4·j, so a call's 16 columns of group g are 64 contiguous bytes read in place
+// (x points at the tile's first column). Same W panels, tile and epilogue as QGemmUkernelFn.
+using QGemmInterleavedUkernelFn = void (*)(size_t mr, size_t nr, size_t groups, const void* w, const uint8_t* x,
+                                           const int64_t* x_offsets, const QTileParams& p, uint8_t* y, int64_t ldy);
+
+#define XNN_QGEMM_INTERLEAVED_UKERNEL(name)                                                                      \
+  void name(size_t mr, size_t nr, size_t groups, const void* w, const uint8_t* x, const int64_t* x_offsets, \
+            const QTileParams& p, uint8_t* y, int64_t ldy)
+
 // Where X's rows are: row r at base + r·ldx, or at base + offsets[r] when offsets is set (the
 // implicit-GEMM convolution: each row a shifted view of the padded input, qconv.cpp).
 struct QXRows {
@@ -53,6 +63,8 @@ struct QGemmKernelSet {
   QGemmUkernelFn narrow = nullptr;  // for a panel with at most nr / 2 valid columns; may be null
   QPackXFn pack_x = nullptr;
   const char* name = "";
+  QGemmInterleavedUkernelFn interleaved = nullptr;  // X read in place (c4 layouts only); may be null
+  const char* interleaved_name = "";
 };
 
 // AVX2 (qgemm_avx2.cpp; call only when isa_supported(Isa::kAvx2)).
@@ -86,6 +98,8 @@ XNN_QGEMM_UKERNEL(qs8_gemm_16x16c4__avx512vnni);
 XNN_QGEMM_UKERNEL(qs8_gemm_16x8c4__avx512vnni);
 XNN_QGEMM_UKERNEL(qs8_gemm_8x16c4__avx512vnni);
 XNN_QGEMM_UKERNEL(qs8_gemm_8x8c4__avx512vnni);
+XNN_QGEMM_INTERLEAVED_UKERNEL(qs8_gemm_16x16c4_interleaved__avx512vnni);
+XNN_QGEMM_INTERLEAVED_UKERNEL(qs8_gemm_8x16c4_interleaved__avx512vnni);
 
 // Scalar (qgemm.cpp): 4x8c2 is the scalar ISA's layout; the others run AVX2-packed weights on a
 // CPU without AVX2, on the same layouts.

@@ -12,7 +12,7 @@ struct ScratchSlot {
   size_t floats = 0;
   ~ScratchSlot() { std::free(data); }
 };
-constexpr int kScratchSlots = 4;
+constexpr int kScratchSlots = 5;
 }  // namespace
 
 float* thread_scratch_f32(size_t floats, int slot) {

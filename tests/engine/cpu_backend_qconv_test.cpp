@@ -241,15 +241,18 @@ TEST(CpuBackendQConv, AlgorithmRuleNamesTheMicroKernels) {
   EXPECT_EQ(kernel_of(dil).rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u);
   // 3x3 stride 1 on a 7x7 map: 2 extra of 9 columns -> implicit; 5x5 on 5x5 without padding: 4
   // extra of 5 -> im2col; stride 2 on 14x14, pad 1: phase planes of 8 columns, 1 extra -> implicit.
+  // (With 512-bit VNNI, 16 input channels take the interleaved form of the implicit GEMM.)
+  const std::string implicit =
+      avx2 && kernels::vnni512_enabled() ? "qs8_conv_implicit4c+qs8_gemm_" : "qs8_conv_implicit+qs8_gemm_";
   QConvCase small;
   small.cin = 16, small.cout = 8, small.h = small.w = 7, small.k = 3, small.pad = 1;
-  EXPECT_EQ(kernel_of(small).rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u);
+  EXPECT_EQ(kernel_of(small).rfind(implicit, 0), 0u);
   QConvCase wide_kernel;
   wide_kernel.cin = 4, wide_kernel.cout = 8, wide_kernel.h = wide_kernel.w = 5, wide_kernel.k = 5;
   EXPECT_EQ(kernel_of(wide_kernel).rfind("qs8_conv_im2col+qs8_gemm_", 0), 0u);
   QConvCase strided;
   strided.cin = 16, strided.cout = 8, strided.h = strided.w = 14, strided.k = 3, strided.stride = 2, strided.pad = 1;
-  EXPECT_EQ(kernel_of(strided).rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u);
+  EXPECT_EQ(kernel_of(strided).rfind(implicit, 0), 0u);
   // 1x1 stride 1 -> GEMM on the input as is; 7-bit weights take the vpmaddubsw path on AVX2;
   // with VNNI every weight matrix takes vpdpbusd (on zmm with 512-bit VNNI: 24 rows in 8-row panels).
   QConvCase pw;
@@ -271,7 +274,7 @@ TEST(CpuBackendQConv, AlgorithmRuleNamesTheMicroKernels) {
   // without padding (3 phase columns, 1 extra) -> im2col + GEMM.
   QConvCase s2;
   s2.cin = 16, s2.cout = 32, s2.h = s2.w = 15, s2.k = 3, s2.stride = 2, s2.pad = 1;
-  EXPECT_EQ(kernel_of(s2).rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u);
+  EXPECT_EQ(kernel_of(s2).rfind(implicit, 0), 0u);
   QConvCase s3;
   s3.cin = 8, s3.cout = 16, s3.h = s3.w = 7, s3.k = 3, s3.stride = 3;
   EXPECT_EQ(kernel_of(s3).rfind("qs8_conv_im2col+qs8_gemm_", 0), 0u);

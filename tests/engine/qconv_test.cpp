@@ -135,8 +135,13 @@ TEST_P(QConvIsa, PointwiseUsesTheInputAsGemmOperand) {
   const ConvData d = make_data(strided, rng);
   const PackedQConvWeights packed(strided, d.w.data(), d.bias.data(), isa());
   EXPECT_FALSE(packed.direct_gemm());
-  EXPECT_TRUE(packed.implicit_gemm());
-  EXPECT_EQ(packed.kernel_name().rfind("qs8_conv_implicit+qs8_gemm_", 0), 0u) << packed.kernel_name();
+  // With 512-bit VNNI and channels in fours: its interleaved form (nothing packed per call).
+  const bool interleaved = isa() == Isa::kAvx2 && vnni512_enabled();
+  EXPECT_EQ(packed.implicit_gemm(), !interleaved);
+  EXPECT_EQ(packed.interleaved_gemm(), interleaved);
+  EXPECT_EQ(packed.kernel_name().rfind(interleaved ? "qs8_conv_implicit4c+qs8_gemm_" : "qs8_conv_implicit+qs8_gemm_", 0),
+            0u)
+      << packed.kernel_name();
   check_conv(strided, isa(), nullptr, rng);
   const QConvShape wide = shape(4, 5, 5, 8, 5);
   const ConvData dw = make_data(wide, rng);
@@ -182,6 +187,44 @@ TEST_P(QConvIsa, ColumnBlocksOverTwoThreads) {
     check_conv(s, isa(), &pool, rng);
     if (HasFatalFailure()) return;
     check_conv(s, isa(), nullptr, rng, 64);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// The interleaved implicit GEMM (512-bit VNNI, input channels per group in fours): random
+// strides, dilations, pads and groups, tiles that run past the last output row, 1 and 2 threads,
+// full-range and 7-bit weights; every shape bit-exact against the reference.
+TEST_P(QConvIsa, InterleavedImplicitGemmMatchesReference) {
+  if (isa() != Isa::kAvx2 || !vnni512_enabled()) GTEST_SKIP() << "needs 512-bit VNNI";
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int64_t> kdim(1, 5), stride(1, 2), dil(1, 2), pad(0, 2), hw(2, 20), grp(1, 2),
+      quads(1, 5), cout(1, 40);
+  ThreadPool pool(2);
+  int done = 0, tries = 0;
+  while (done < 60 && ++tries < 10000) {
+    QConvShape s;
+    s.groups = grp(rng);
+    s.in_channels = s.groups * 4 * quads(rng);
+    s.out_channels = s.groups * cout(rng);
+    s.in_h = hw(rng), s.in_w = hw(rng);
+    s.kernel_h = kdim(rng), s.kernel_w = kdim(rng);
+    s.stride_h = stride(rng), s.stride_w = stride(rng);
+    s.dilation_h = dil(rng), s.dilation_w = dil(rng);
+    s.pad_t = pad(rng), s.pad_l = pad(rng), s.pad_b = pad(rng), s.pad_r = pad(rng);
+    if (s.in_h + s.pad_t + s.pad_b < s.dilation_h * (s.kernel_h - 1) + 1 ||
+        s.in_w + s.pad_l + s.pad_r < s.dilation_w * (s.kernel_w - 1) + 1)
+      continue;
+    const ConvData d = make_data(s, rng);
+    if (!PackedQConvWeights(s, d.w.data(), d.bias.data(), isa()).interleaved_gemm()) continue;
+    check_conv(s, isa(), done % 2 ? &pool : nullptr, rng, done % 3 ? 127 : 64);
+    if (HasFatalFailure()) return;
+    ++done;
+  }
+  EXPECT_EQ(done, 60);
+  // ResNet-18's shapes, reduced in channels: 3x3 on 56 and 7 (2 of 9 columns extra), stride 2.
+  for (const QConvShape& s : {shape(64, 56, 56, 16, 3, 1, 1), shape(512, 7, 7, 24, 3, 1, 1),
+                              shape(128, 28, 28, 16, 3, 2, 1), shape(4, 9, 9, 8, 7, 2, 3)}) {
+    check_conv(s, isa(), &pool, rng);
     if (HasFatalFailure()) return;
   }
 }
