@@ -179,17 +179,15 @@ namespace {
 // (x_zp outside the image) at row sh·y + a, column sw·x + b.
 // Only the phases some tap reads are copied (a 1×1 stride-2 layer reads one of four); the others
 // are filled with x_zp (a memset), since the dropped extra columns may read into them.
-void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out, int64_t c_begin = 0,
-                  int64_t c_end = -1) {
+void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out) {
   const PhaseGeometry pg = phase_geometry(s);
-  if (c_end < 0) c_end = s.in_channels;
   const int64_t sh = s.stride_h, sw = s.stride_w;
   const auto used = [&s](int64_t step, int64_t stride, int64_t taps, int64_t phase) {
     for (int64_t t = 0; t < taps; ++t)
       if (t * step % stride == phase) return true;
     return false;
   };
-  for (int64_t c = c_begin; c < c_end; ++c) {
+  for (int64_t c = 0; c < s.in_channels; ++c) {
     const uint8_t* plane = in + c * s.in_h * s.in_w;
     for (int64_t a = 0; a < sh; ++a) {
       for (int64_t b = 0; b < sw; ++b) {
@@ -223,26 +221,76 @@ void split_phases(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t*
   }
 }
 
-// Four planes of `bytes` bytes (src, src + bytes, ...) interleaved: out[4·i + l] = plane l [i].
-void interleave4(const uint8_t* src, int64_t bytes, uint8_t* out) {
-  const uint8_t* p0 = src;
-  const uint8_t* p1 = src + bytes;
-  const uint8_t* p2 = src + 2 * bytes;
-  const uint8_t* p3 = src + 3 * bytes;
-  int64_t i = 0;
 #if defined(__SSE2__)
-  for (; i + 16 <= bytes; i += 16, out += 64) {
-    const auto load = [i](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)); };
-    const __m128i a = load(p0), b = load(p1), c = load(p2), d = load(p3);
-    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+// Channels 0-3 of 16 pixels (one 16-byte vector per channel) as 64 bytes, 4 per pixel.
+inline void store_interleaved16(__m128i c0, __m128i c1, __m128i c2, __m128i c3, uint8_t* out) {
+  const __m128i lo01 = _mm_unpacklo_epi8(c0, c1), hi01 = _mm_unpackhi_epi8(c0, c1);
+  const __m128i lo23 = _mm_unpacklo_epi8(c2, c3), hi23 = _mm_unpackhi_epi8(c2, c3);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi16(lo01, lo23));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm_unpackhi_epi16(lo01, lo23));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32), _mm_unpacklo_epi16(hi01, hi23));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48), _mm_unpackhi_epi16(hi01, hi23));
+}
+#endif
+
+// Pixels [x0, x1) of one interleaved phase row: out[4·x + l] = rows[l][sw·x] (rows[l] already at
+// the row's first source byte for x = 0, which may lie before the row: only x >= x0 is read).
+// Stride 1 and 2 take 16 pixels per step (stride 2 keeps the even bytes of 32, as pick_even in
+// qpooling.cpp) while the 16 or 32 source bytes stay inside the row (row_end: its end for rows[0];
+// the other rows are at the same offsets in their planes).
+void interleave_row(const uint8_t* const rows[4], int64_t sw, int64_t x0, int64_t x1, int64_t row_end, uint8_t* out) {
+  int64_t x = x0;
+#if defined(__SSE2__)
+  if (sw == 1) {
+    for (; x + 16 <= x1 && x + 16 <= row_end; x += 16) {
+      const auto ld = [x](const uint8_t* r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + x)); };
+      store_interleaved16(ld(rows[0]), ld(rows[1]), ld(rows[2]), ld(rows[3]), out + 4 * x);
+    }
+  } else if (sw == 2) {
+    const __m128i low_bytes = _mm_set1_epi16(0x00FF);
+    for (; x + 16 <= x1 && 2 * x + 32 <= row_end; x += 16) {
+      const auto even = [x, low_bytes](const uint8_t* r) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * x));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * x + 16));
+        return _mm_packus_epi16(_mm_and_si128(a, low_bytes), _mm_and_si128(b, low_bytes));
+      };
+      store_interleaved16(even(rows[0]), even(rows[1]), even(rows[2]), even(rows[3]), out + 4 * x);
+    }
   }
 #endif
-  for (; i < bytes; ++i, out += 4) out[0] = p0[i], out[1] = p1[i], out[2] = p2[i], out[3] = p3[i];
+  for (; x < x1; ++x)
+    for (int l = 0; l < 4; ++l) out[4 * x + l] = rows[l][sw * x];
+}
+
+// [C][H][W] into the interleaved phase planes [C/4][phase][Hs][Ws][4] of the interleaved implicit
+// GEMM: the phase planes of split_phases, 4 channels per pixel, in one pass.
+void interleaved_phase_copy(const QConvShape& s, const uint8_t* in, uint8_t x_zp, uint8_t* out) {
+  const PhaseGeometry pg = phase_geometry(s);
+  const int64_t sh = s.stride_h, sw = s.stride_w, row_bytes = 4 * pg.ws, in_plane = s.in_h * s.in_w;
+  for (int64_t q = 0; q < s.in_channels / 4; ++q) {
+    const uint8_t* planes = in + 4 * q * in_plane;
+    for (int64_t a = 0; a < sh; ++a) {
+      for (int64_t b = 0; b < sw; ++b) {
+        // Phase columns x whose input column sw·x + b − pl is inside [0, in_w): [x0, x1).
+        const int64_t x0 = std::clamp<int64_t>((s.pad_l - b + sw - 1) / sw, 0, pg.ws);
+        const int64_t x1 = std::clamp<int64_t>((s.in_w + s.pad_l - b + sw - 1) / sw, x0, pg.ws);
+        for (int64_t y = 0; y < pg.hs; ++y, out += row_bytes) {
+          const int64_t iy = sh * y + a - s.pad_t;
+          if (iy < 0 || iy >= s.in_h || x0 == x1) {
+            fill_byte_run(out, x_zp, row_bytes);
+            continue;
+          }
+          fill_byte_run(out, x_zp, 4 * x0);
+          // Source byte of phase column x: sw·x + b − pl in the row; rows[l] points at x = 0.
+          const int64_t first = b - s.pad_l;
+          const uint8_t* rows[4];
+          for (int l = 0; l < 4; ++l) rows[l] = planes + l * in_plane + iy * s.in_w + first;
+          interleave_row(rows, sw, x0, x1, s.in_w - first, out);
+          fill_byte_run(out + 4 * x1, x_zp, row_bytes - 4 * x1);
+        }
+      }
+    }
+  }
 }
 
 // The interleaved implicit GEMM (qconv.h): the phase planes of every 4 channels interleaved into
@@ -256,12 +304,8 @@ void conv_interleaved(const PackedQConvWeights& w, const uint8_t* input, uint8_t
   // Whole 16-column tiles read up to 15 columns past the last output row, plus a tap's shift:
   // slack set like the padding so even the dropped columns read defined bytes.
   const int64_t copy_bytes = quads * quad_bytes, slack = 4 * (pg.ws + 16) + 64;
-  auto* copy = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(copy_bytes + slack + 3) / 4, 4));
-  auto* planes = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(quad_bytes + 3) / 4, 2));
-  for (int64_t q = 0; q < quads; ++q) {
-    split_phases(s, input, x_zp, planes, 4 * q, 4 * q + 4);
-    interleave4(planes, pg.channel_bytes(), copy + q * quad_bytes);
-  }
+  auto* copy = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(copy_bytes + slack + 3) / 4, 2));
+  interleaved_phase_copy(s, input, x_zp, copy);
   fill_byte_run(copy + copy_bytes, x_zp, slack);
   auto* wide_y = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(s.out_per_group() * wide + 3) / 4, 3));
   for (int64_t g = 0; g < s.groups; ++g) {

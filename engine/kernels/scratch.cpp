@@ -12,7 +12,7 @@ struct ScratchSlot {
   size_t floats = 0;
   ~ScratchSlot() { std::free(data); }
 };
-constexpr int kScratchSlots = 5;
+constexpr int kScratchSlots = 4;
 }  // namespace
 
 float* thread_scratch_f32(size_t floats, int slot) {

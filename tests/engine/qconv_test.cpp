@@ -197,7 +197,7 @@ TEST_P(QConvIsa, ColumnBlocksOverTwoThreads) {
 TEST_P(QConvIsa, InterleavedImplicitGemmMatchesReference) {
   if (isa() != Isa::kAvx2 || !vnni512_enabled()) GTEST_SKIP() << "needs 512-bit VNNI";
   std::mt19937 rng(5);
-  std::uniform_int_distribution<int64_t> kdim(1, 5), stride(1, 2), dil(1, 2), pad(0, 2), hw(2, 20), grp(1, 2),
+  std::uniform_int_distribution<int64_t> kdim(1, 5), stride(1, 3), dil(1, 2), pad(0, 2), hw(2, 40), grp(1, 2),
       quads(1, 5), cout(1, 40);
   ThreadPool pool(2);
   int done = 0, tries = 0;
