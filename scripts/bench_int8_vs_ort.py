@@ -187,6 +187,8 @@ def main():
     p.add_argument("--calib-samples", type=int, default=8, help="for the torchvision models (Fashion-MNIST: 100)")
     p.add_argument("--eval-samples", type=int, default=4)
     p.add_argument("--method", default="minmax", help="minmax, percentile or kl (both quantisers)")
+    p.add_argument("--bias-correction", action="store_true",
+                   help="ours with --bias-correction (same calibration data; ONNX Runtime has no such option)")
     args = p.parse_args()
     try:
         import onnxruntime as ort
@@ -229,7 +231,8 @@ def main():
         np.save(calib_npy, calib)
         ours = {"fp32": fp32, "int8": os.path.join(work, "xnn_int8.xnn")}
         run([xnn_lab, "quantize", fp32, "-o", ours["int8"], "--calib-npy", calib_npy, "--calib-samples",
-             str(calib.shape[0]), "--method", args.method, "--eval-limit", "-1"])
+             str(calib.shape[0]), "--method", args.method, "--eval-limit", "-1"] +
+            (["--bias-correction"] if args.bias_correction else []))
         ort_int8 = os.path.join(work, "ort_int8.onnx")
         ort_quantize(fp32, ort_int8, calib, args.method, work)
         theirs = {"fp32": OrtModel(ort, fp32, args.threads), "int8": OrtModel(ort, ort_int8, args.threads)}

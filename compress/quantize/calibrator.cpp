@@ -1,5 +1,6 @@
 #include "compress/quantize/calibrator.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "engine/core/error.h"
@@ -48,10 +49,31 @@ CalibrationStats collect_statistics(const Model& float_model, const Tensor& samp
       }
     });
   };
-  observe([&](const std::string& name, const Tensor& t) { ranges[name].add(t.data<float>(), t.numel()); });
+  // Channel sums for the means (double: millions of values per channel on large maps).
+  std::map<std::string, std::pair<std::vector<double>, int64_t>> channel_sums;  // sums, values per channel
+  observe([&](const std::string& name, const Tensor& t) {
+    ranges[name].add(t.data<float>(), t.numel());
+    if (t.rank() < 2 || t.dim(1) < 1) return;
+    const int64_t outer = t.dim(0), channels = t.dim(1), inner = t.numel() / (outer * channels);
+    auto& [sums, count] = channel_sums[name];
+    sums.resize(static_cast<size_t>(channels), 0.0);
+    const float* p = t.data<float>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t c = 0; c < channels; ++c) {
+        double acc = 0;
+        for (int64_t i = 0; i < inner; ++i) acc += p[(o * channels + c) * inner + i];
+        sums[static_cast<size_t>(c)] += acc;
+      }
+    count += outer * inner;
+  });
 
   // Pass 2: histograms over the ranges of pass 1.
   CalibrationStats stats;
+  for (auto& [name, sc] : channel_sums) {
+    std::vector<double>& means = stats.channel_means[name];
+    means = sc.first;
+    for (double& m : means) m /= static_cast<double>(std::max<int64_t>(sc.second, 1));
+  }
   stats.samples = samples.dim(0);
   for (const auto& [name, r] : ranges) stats.histograms.emplace(name, Histogram(r));
   observe([&](const std::string& name, const Tensor& t) { stats.histograms.at(name).add(t.data<float>(), t.numel()); });

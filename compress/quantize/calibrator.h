@@ -9,6 +9,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 #include "compress/quantize/batched_run.h"
 #include "compress/quantize/calibration_method.h"
@@ -18,6 +19,9 @@ namespace xnn::quantize {
 
 struct CalibrationStats {
   std::map<std::string, Histogram> histograms;  // by value name
+  // By value name, for tensors of rank >= 2: the mean of each channel (axis 1) over the other
+  // axes and all samples; bias correction reads its layers' input means here.
+  std::map<std::string, std::vector<double>> channel_means;
   int64_t samples = 0;
 };
 

@@ -363,8 +363,10 @@ class Rewriter {
 
   // int8 weights (per channel along `axis` unless per tensor) with their scale and zero-point
   // constants; returns the scales.
-  std::vector<float> append_weights(std::vector<int>& inputs, const Node& n, int w, int axis) {
+  std::vector<float> append_weights(std::vector<int>& inputs, const Node& n, int w, int axis,
+                                   QuantizedWeights* quantized = nullptr) {
     const QuantizedWeights q = quantize_weights_symmetric(*constant_of(src_, w), options_.per_channel ? axis : -1);
+    if (quantized) *quantized = q;
     const int64_t count = static_cast<int64_t>(q.scales.size());
     const std::vector<int32_t> zeros(q.scales.size(), 0);
     const QuantParams qp{q.scales, zeros, q.axis};
@@ -384,14 +386,61 @@ class Rewriter {
     }
   }
 
+  // The input channel means bias correction needs for x, or null (off, or none recorded).
+  const std::vector<double>* correction_means(int x, int64_t channels) const {
+    if (!options_.bias_correction || !options_.channel_means) return nullptr;
+    const auto it = options_.channel_means->find(src_.value(x).name);
+    if (it == options_.channel_means->end() || static_cast<int64_t>(it->second.size()) != channels) return nullptr;
+    return &it->second;
+  }
+
+  // Conv: bias[o] − Σ_{c, taps} (W_q − W)[o][c][taps] · mean[group(o)·C/G + c] (the float bias,
+  // zeros where the node has none).
+  static std::vector<float> corrected_conv_bias(const Tensor* bias, const Tensor& w, const QuantizedWeights& q,
+                                                const std::vector<double>& means, int64_t groups) {
+    const Tensor wq = dequantize_weights(q);
+    const int64_t cout = w.dim(0), cin_g = w.dim(1), taps = w.numel() / (cout * cin_g);
+    const float* wf = w.data<float>();
+    const float* wd = wq.data<float>();
+    std::vector<float> out(static_cast<size_t>(cout), 0.0f);
+    for (int64_t o = 0; o < cout; ++o) {
+      const int64_t c0 = o / (cout / groups) * cin_g;
+      double shift = 0;
+      for (int64_t c = 0; c < cin_g; ++c) {
+        double dw = 0;
+        for (int64_t t = 0; t < taps; ++t) {
+          const int64_t i = (o * cin_g + c) * taps + t;
+          dw += static_cast<double>(wd[i]) - static_cast<double>(wf[i]);
+        }
+        shift += dw * means[static_cast<size_t>(c0 + c)];
+      }
+      out[static_cast<size_t>(o)] = static_cast<float>((bias ? bias->data<float>()[o] : 0.0) - shift);
+    }
+    return out;
+  }
+
   void emit_conv(const Node& n, int q_out, int out) {
     const int x = n.inputs[0];
     std::vector<int> ins;
     append_activation(ins, x);
-    const std::vector<float> w_scales = append_weights(ins, n, n.inputs[1], 0);
+    QuantizedWeights qw;
+    const std::vector<float> w_scales = append_weights(ins, n, n.inputs[1], 0, &qw);
     append_output_params(ins, out);
     const int b = input(n, 2);
-    if (b >= 0) {
+    const Tensor& w = *constant_of(src_, n.inputs[1]);
+    const int64_t groups = n.attr_int("group", 1);
+    const std::vector<double>* means = correction_means(x, w.dim(1) * groups);
+    if (means) {
+      const std::vector<float> corrected = corrected_conv_bias(b >= 0 ? constant_of(src_, b) : nullptr, w, qw, *means,
+                                                               groups);
+      const Tensor bias = quantize_bias(Tensor::from_vector<float>(corrected, {w.dim(0)}),
+                                        params_of_[static_cast<size_t>(x)].scale, w_scales);
+      if (b < 0) {
+        ins.push_back(add_constant(n.name + "_corrected_bias_quantized", bias));
+      } else {
+        ins.push_back(add_constant(src_.value(b).name + "_quantized", bias));
+      }
+    } else if (b >= 0) {
       const Tensor bias = quantize_bias(*constant_of(src_, b), params_of_[static_cast<size_t>(x)].scale, w_scales);
       ins.push_back(add_constant(src_.value(b).name + "_quantized", bias));
     }
@@ -407,14 +456,35 @@ class Rewriter {
     const float alpha = n.attr_float("alpha", 1.0f), beta = n.attr_float("beta", 1.0f);
     std::vector<int> ins;
     append_activation(ins, a);
-    const std::vector<float> w_scales = append_weights(ins, n, b, trans_b ? 0 : 1);
-    const std::vector<float> bias = *gemm_bias_columns(src_, n, columns);
+    QuantizedWeights qw;
+    const std::vector<float> w_scales = append_weights(ins, n, b, trans_b ? 0 : 1, &qw);
+    std::vector<float> bias = *gemm_bias_columns(src_, n, columns);
+    const int64_t depth = trans_b ? w.dim(1) : w.dim(0);
+    const std::vector<double>* means =
+        n.attr_int("transA", 0) == 0 && beta != 0.0f ? correction_means(a, depth) : nullptr;
+    if (means) {
+      // Y = alpha·A·op(W) + beta·C: column j shifts by alpha·Σ_k (W_q − W)[k][j]·mean[k]; C is
+      // scaled by beta below, so the shift is divided by it here.
+      const Tensor wq = dequantize_weights(qw);
+      if (bias.empty()) bias.assign(static_cast<size_t>(columns), 0.0f);
+      for (int64_t j = 0; j < columns; ++j) {
+        double shift = 0;
+        for (int64_t k = 0; k < depth; ++k) {
+          const int64_t i = trans_b ? j * depth + k : k * columns + j;
+          shift += (static_cast<double>(wq.data<float>()[i]) - static_cast<double>(w.data<float>()[i])) *
+                   (*means)[static_cast<size_t>(k)];
+        }
+        bias[static_cast<size_t>(j)] -= static_cast<float>(alpha * shift / beta);
+      }
+    }
     if (!bias.empty()) {
       std::vector<float> scaled(bias);
       for (float& v : scaled) v *= beta;
       const Tensor c = quantize_bias(Tensor::from_vector<float>(scaled, {columns}),
                                      alpha * params_of_[static_cast<size_t>(a)].scale, w_scales);
-      ins.push_back(add_constant(src_.value(input(n, 2)).name + "_quantized", c));
+      ins.push_back(add_constant((input(n, 2) >= 0 ? src_.value(input(n, 2)).name : n.name + "_corrected_bias") +
+                                     "_quantized",
+                                 c));
     } else if (q_out >= 0) {
       ins.push_back(-1);
     }

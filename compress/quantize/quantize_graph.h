@@ -31,6 +31,12 @@ namespace xnn::quantize {
 struct QuantizeOptions {
   bool per_channel = true;          // false: one weight scale per tensor (--per-tensor)
   std::set<std::string> exclude;    // node names kept in fp32 (unknown names are an Error)
+  // Bias correction (empirical, as in Nagel et al. 2019 "Data-Free Quantization", §4.2): each
+  // Conv / Gemm bias absorbs the mean shift its weight rounding causes, E[(W_q − W)·x] per output
+  // channel, with E[x] the calibration means of its input's channels (channel_means, by value
+  // name; layers whose input has none are left as they are). Border padding is not modelled.
+  bool bias_correction = false;
+  const std::map<std::string, std::vector<double>>* channel_means = nullptr;
 };
 
 // A node the rewrite can run in int8 on its own parameters: the unit of --exclude, of the

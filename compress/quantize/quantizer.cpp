@@ -11,9 +11,12 @@ PtqResult post_training_quantize(const Model& model, const Tensor& calibration_s
   quantize_model_graph(*r.float_model, {}, options.graph);
   r.stats = collect_statistics(*r.float_model, calibration_samples, options.batch);
   r.ranges = choose_ranges(r.stats, options.calibration);
-  r.int8_model = std::make_shared<Model>(quantize_model_graph(*r.float_model, r.ranges, options.graph, &r.report));
+  QuantizeOptions graph = options.graph;
+  if (graph.bias_correction && !graph.channel_means) graph.channel_means = &r.stats.channel_means;
+  r.int8_model = std::make_shared<Model>(quantize_model_graph(*r.float_model, r.ranges, graph, &r.report));
   r.int8_model->metadata.options["quantization"] = "int8 ptq, " + calibration_method_name(options.calibration.method) +
-                                                   (options.graph.per_channel ? ", per-channel weights" : ", per-tensor weights");
+                                                   (options.graph.per_channel ? ", per-channel weights" : ", per-tensor weights") +
+                                                   (options.graph.bias_correction ? ", bias correction" : "");
   return r;
 }
 

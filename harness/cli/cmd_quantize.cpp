@@ -1,6 +1,6 @@
 // xnn-lab quantize MODEL -o OUT.xnn (--calib-dataset fashion-mnist [--scale S --mean M --std D] |
 //   --calib-npy FILE.npy) [--calib-samples N] [--method minmax|percentile|kl|mse] [--percentile P]
-//   [--per-tensor] [--exclude NODE...] [--sensitivity] [--accuracy-budget POINTS] [--val-samples N]
+//   [--per-tensor] [--bias-correction] [--exclude NODE...] [--sensitivity] [--accuracy-budget POINTS] [--val-samples N]
 //   [--eval-limit N] [--threads N] [--json] [--qat TRAIN_CONFIG.yaml [KEY.PATH=VALUE...]]
 // xnn-lab quantize MODEL -o OUT.xnn --weight-only BITS [--codebook] [--weight-only-layers all|embeddings|dense]
 //   [--min-elements N] [--float32-params] [--exclude NODE...] [--json]
@@ -160,6 +160,8 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--percentile", job.calibration.percentile, "Share of values kept by --method percentile")
       ->capture_default_str();
   cmd->add_flag("--per-tensor", job.per_tensor, "One weight scale per tensor instead of per output channel");
+  cmd->add_flag("--bias-correction", job.bias_correction,
+                "Fold each Conv/Gemm's mean weight-rounding error on the calibration inputs into its bias");
   cmd->add_option("--exclude", job.exclude, "Nodes kept fp32 (names as `xnn-lab quantize --sensitivity` lists them)")
       ->delimiter(',');
   cmd->add_flag("--sensitivity", job.sensitivity, "Print the per-layer sensitivity table (SQNR, and top-1 drop with labels)");

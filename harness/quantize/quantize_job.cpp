@@ -116,17 +116,21 @@ QuantizeJobResult run_quantize_job(const QuantizeJob& job, const std::function<v
   quantize::PtqOptions o;
   o.calibration = job.calibration;
   o.graph.per_channel = !job.per_tensor;
+  o.graph.bias_correction = job.bias_correction;
   o.graph.exclude = std::set<std::string>(job.exclude.begin(), job.exclude.end());
   o.batch.threads = job.threads;
   say(progress, "calibrating on " + std::to_string(calib.dim(0)) + " samples (" +
                     quantize::calibration_method_name(job.calibration.method) + ")");
   quantize::PtqResult ptq = quantize::post_training_quantize(*model, calib, o);
+  // The later rewrites (sensitivity, mixed precision, QAT) correct biases the same way.
+  if (o.graph.bias_correction) o.graph.channel_means = &ptq.stats.channel_means;
 
   QuantizeJobResult r;
   r.output_path = job.output_path;
   r.method = quantize::calibration_method_name(job.calibration.method);
   r.calib_samples = calib.dim(0);
   r.per_tensor = job.per_tensor;
+  r.bias_correction = job.bias_correction;
   r.excluded = job.exclude;
 
   if (job.sensitivity || job.accuracy_budget) {
@@ -198,6 +202,7 @@ std::string to_json(const QuantizeJobResult& r) {
       .field("method", r.method)
       .field("calib_samples", r.calib_samples)
       .field("weights", std::string(r.per_tensor ? "per-tensor" : "per-channel"))
+      .field("bias_correction", r.bias_correction)
       .field("bytes_before", r.bytes_before)
       .field("bytes_after", r.bytes_after)
       .field("weight_bytes_before", r.weight_bytes_before)

@@ -35,6 +35,7 @@ struct QuantizeJob {
   int64_t calib_samples = 100;
   quantize::CalibrationSettings calibration;
   bool per_tensor = false;
+  bool bias_correction = false;  // quantize::QuantizeOptions::bias_correction
   std::vector<std::string> exclude;
   bool sensitivity = false;
   std::optional<double> accuracy_budget;  // points; needs a labelled dataset
@@ -52,6 +53,7 @@ struct QuantizeJobResult {
   std::string output_path, method;
   int64_t calib_samples = 0;
   bool per_tensor = false;
+  bool bias_correction = false;
   int64_t bytes_before = 0, bytes_after = 0;              // model files
   int64_t weight_bytes_before = 0, weight_bytes_after = 0;  // constants of the graphs
   quantize::QuantizeReport report;

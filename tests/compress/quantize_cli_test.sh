@@ -67,6 +67,10 @@ if "$XNN" quantize "$model" -o $work/n.xnn --calib-npy $work/calib.npy --json >$
   [ "$(jf $work/n.json calib_samples)" = 20 ] && ok "--calib-npy: 20 samples, no top-1 (no labels)" || bad "npy samples"
   grep -q top1_int8 $work/n.json && bad "top-1 without labels"
 else bad "--calib-npy"; fi
+if "$XNN" quantize "$model" -o $work/bc.xnn --calib-npy $work/calib.npy --bias-correction --json >$work/bc.json 2>$work/out.txt; then
+  [ "$(jf $work/bc.json bias_correction)" = True ] && [ "$(jf $work/n.json bias_correction)" = False ] &&
+    ok "--bias-correction recorded (and off by default)" || bad "bias_correction field"
+else bad "--bias-correction"; fi
 
 # --- ONNX export of the int8 model and back ------------------------------------------------------
 if "$XNN" convert $work/q.xnn -o $work/q.onnx >$work/out.txt 2>&1 && "$XNN" convert $work/q.onnx -o $work/q2.xnn >$work/out.txt 2>&1; then

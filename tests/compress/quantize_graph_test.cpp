@@ -249,6 +249,61 @@ TEST(QuantizeGraph, PipelineRecordsTheMethodAndChecksExclusionsFirst) {
   EXPECT_THROW(post_training_quantize(small_cnn(), random_tensor({16, 1, 10, 10}, -1.0f, 1.0f, 5), o), Error);
 }
 
+TEST(QuantizeGraph, CalibrationRecordsChannelMeans) {
+  const Fixture f = calibrated();
+  const CalibrationStats stats = collect_statistics(*f.float_model, f.calibration, {});
+  const std::vector<double>& x = stats.channel_means.at("x");
+  ASSERT_EQ(x.size(), 1u);  // [N, 1, 10, 10]
+  double sum = 0;
+  for (int64_t i = 0; i < f.calibration.numel(); ++i) sum += f.calibration.data<float>()[i];
+  EXPECT_NEAR(x[0], sum / static_cast<double>(f.calibration.numel()), 1e-9);
+  EXPECT_FALSE(stats.channel_means.at("c1").empty());  // one per output channel of the first conv
+}
+
+// Weights that all round the same way (0.3 with a channel maximum of 1: 38/127 = 0.2992) on inputs
+// with a large positive mean shift every output by the same amount; bias correction takes it back.
+// Conv (3x3, 8 -> 4 channels, with bias) and Gemm (transB, without bias).
+TEST(QuantizeGraph, BiasCorrectionRemovesTheMeanShiftOfWeightRounding) {
+  std::vector<float> wc(4 * 8 * 9, 0.3f), wg(3 * 16, 0.3f);
+  for (int o = 0; o < 4; ++o) wc[static_cast<size_t>(o * 72)] = 1.0f;
+  for (int o = 0; o < 3; ++o) wg[static_cast<size_t>(o * 16)] = 1.0f;
+  test::GraphBuilder conv;
+  conv.input("x", {8, 6, 6})
+      .constant("w", Tensor::from_vector<float>(wc, {4, 8, 3, 3}))
+      .constant("b", Tensor::from_vector<float>({0.5f, -0.5f, 1.0f, 0.0f}, {4}))
+      .node("Conv", "conv", {"x", "w", "b"}, {"y"}, {{"kernel_shape", std::vector<int64_t>{3, 3}}})
+      .output("y", {4, 4, 4});
+  test::GraphBuilder gemm;
+  gemm.input("x", {16})
+      .constant("w", Tensor::from_vector<float>(wg, {3, 16}))
+      .node("Gemm", "fc", {"x", "w"}, {"y"}, {{"transB", int64_t{1}}})
+      .output("y", {3});
+  // The shift: (38/127 − 0.3) per rounded weight (71 of the conv's 72, 15 of the Gemm's 16) times
+  // the input mean 3.
+  const double per_weight = (38.0 / 127.0 - 0.3) * 3.0;
+  const struct {
+    test::GraphBuilder* builder;
+    Shape calib, probe;
+    double expected_shift;
+  } cases[] = {{&conv, {32, 8, 6, 6}, {16, 8, 6, 6}, 71 * per_weight}, {&gemm, {64, 16}, {32, 16}, 15 * per_weight}};
+  for (const auto& c : cases) {
+    const Model model = c.builder->model();
+    const Tensor calib = random_tensor(c.calib, 2.0f, 4.0f, 21), probe = random_tensor(c.probe, 2.0f, 4.0f, 22);
+    const auto mean_shift = [&](bool correct) {
+      PtqOptions o;
+      o.graph.bias_correction = correct;
+      const PtqResult r = post_training_quantize(model, calib, o);
+      const Tensor ref = run_first_output(*r.float_model, probe, {}), got = run_first_output(*r.int8_model, probe, {});
+      double shift = 0;
+      for (int64_t i = 0; i < ref.numel(); ++i) shift += got.data<float>()[i] - ref.data<float>()[i];
+      return shift / static_cast<double>(ref.numel());
+    };
+    const double plain = mean_shift(false), corrected = mean_shift(true);
+    EXPECT_NEAR(plain, c.expected_shift, 0.3 * std::fabs(c.expected_shift)) << "the rounding's shift, uncorrected";
+    EXPECT_LT(std::fabs(corrected), 0.25 * std::fabs(plain)) << "plain " << plain << ", corrected " << corrected;
+  }
+}
+
 TEST(QuantizeGraph, PreparedModelNamesEveryNodeUniquely) {
   Model m = small_cnn();
   m.graph.nodes[0].name = "";
