@@ -293,13 +293,27 @@ void interleaved_phase_copy(const QConvShape& s, const uint8_t* in, uint8_t x_zp
   }
 }
 
+// The implicit GEMMs' last step: gemm(g, wide_y, wide) computes group g's output channels over
+// oh × ws columns into wide_y (the ws − ow columns past each output row computed and dropped
+// here), and the output rows are copied out.
+template <typename GroupGemm>
+void for_each_group_wide(const QConvShape& s, int64_t ws, uint8_t* output, const GroupGemm& gemm) {
+  const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * ws, n = oh * ow;
+  auto* wide_y = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(s.out_per_group() * wide + 3) / 4, 3));
+  for (int64_t g = 0; g < s.groups; ++g) {
+    gemm(g, wide_y, wide);
+    uint8_t* yg = output + g * s.out_per_group() * n;
+    for (int64_t o = 0; o < s.out_per_group(); ++o)
+      for (int64_t oy = 0; oy < oh; ++oy) copy_byte_run(yg + (o * oh + oy) * ow, wide_y + o * wide + oy * ws, ow);
+  }
+}
+
 // The interleaved implicit GEMM (qconv.h): the phase planes of every 4 channels interleaved into
 // [C/4][phase][Hs][Ws][4], then per group one qs8_gemm_interleaved over oh × Ws columns.
 void conv_interleaved(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zp, const QRequant& rq,
                       uint8_t* output, ThreadPool* pool) {
   const QConvShape& s = w.shape();
   const PhaseGeometry pg = phase_geometry(s);
-  const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * pg.ws, n = oh * ow;
   const int64_t quad_bytes = 4 * pg.channel_bytes(), quads = s.in_channels / 4;
   // Whole 16-column tiles read up to 15 columns past the last output row, plus a tap's shift:
   // slack set like the padding so even the dropped columns read defined bytes.
@@ -307,15 +321,10 @@ void conv_interleaved(const PackedQConvWeights& w, const uint8_t* input, uint8_t
   auto* copy = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(copy_bytes + slack + 3) / 4, 2));
   interleaved_phase_copy(s, input, x_zp, copy);
   fill_byte_run(copy + copy_bytes, x_zp, slack);
-  auto* wide_y = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(s.out_per_group() * wide + 3) / 4, 3));
-  for (int64_t g = 0; g < s.groups; ++g) {
-    const QRequant rg = group_requant(rq, s, g);
+  for_each_group_wide(s, pg.ws, output, [&](int64_t g, uint8_t* wide_y, int64_t wide) {
     qs8_gemm_interleaved(w.group(g), wide, copy + g * (s.in_per_group() / 4) * quad_bytes, w.interleaved_offsets(),
-                         x_zp, rg, wide_y, wide, pool);
-    uint8_t* yg = output + g * s.out_per_group() * n;
-    for (int64_t o = 0; o < s.out_per_group(); ++o)
-      for (int64_t oy = 0; oy < oh; ++oy) copy_byte_run(yg + (o * oh + oy) * ow, wide_y + o * wide + oy * pg.ws, ow);
-  }
+                         x_zp, group_requant(rq, s, g), wide_y, wide, pool);
+  });
 }
 
 }  // namespace
@@ -332,22 +341,16 @@ void qs8_conv2d(const PackedQConvWeights& w, const uint8_t* input, uint8_t x_zer
   }
   if (w.implicit_gemm()) {
     const PhaseGeometry pg = phase_geometry(s);
-    const int64_t oh = s.out_h(), ow = s.out_w(), wide = oh * pg.ws;  // the GEMM's columns
     // The last rows' shifted views read up to a phase row past the copy: slack, set like the
     // padding so that even the dropped columns read defined bytes.
     const int64_t copy_bytes = s.in_channels * pg.channel_bytes(), slack = pg.ws + 64;
     auto* phases = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(copy_bytes + slack + 3) / 4, 2));
     split_phases(s, input, x_zero_point, phases);
     fill_byte_run(phases + copy_bytes, x_zero_point, slack);
-    auto* wide_y = reinterpret_cast<uint8_t*>(thread_scratch_f32(static_cast<size_t>(s.out_per_group() * wide + 3) / 4, 3));
-    for (int64_t g = 0; g < s.groups; ++g) {
-      const QRequant rg = group_requant(rq, s, g);
+    for_each_group_wide(s, pg.ws, output, [&](int64_t g, uint8_t* wide_y, int64_t wide) {
       qs8_gemm_rows(w.group(g), wide, phases + g * s.in_per_group() * pg.channel_bytes(), w.implicit_offsets(),
-                    x_zero_point, rg, wide_y, wide, pool);
-      uint8_t* yg = output + g * s.out_per_group() * n;
-      for (int64_t o = 0; o < s.out_per_group(); ++o)
-        for (int64_t oy = 0; oy < oh; ++oy) copy_byte_run(yg + (o * oh + oy) * ow, wide_y + o * wide + oy * pg.ws, ow);
-    }
+                    x_zero_point, group_requant(rq, s, g), wide_y, wide, pool);
+    });
     return;
   }
   for (int64_t g = 0; g < s.groups; ++g) {

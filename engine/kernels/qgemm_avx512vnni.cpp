@@ -50,74 +50,54 @@ struct DpbusdEvex {
 #define XNN_ZMM_0_7 "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7"
 #define XNN_ZMM_8_15 "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
 
+// One k loop over `groups` for the 16 rows (ROWS_A ROWS_B) or 8 rows (ROWS_A, ROWS_B empty) of a
+// tile: LOAD_X puts the group's 64 bytes of X in zmm16, W_STEP / X_STEP advance the pointers.
+#define XNN_NONE(OP)
+#define XNN_K_LOOP(ROWS_A, ROWS_B, LOAD_X, W_STEP, X_STEP)                                \
+  ROWS_A(XNN_LD) ROWS_B(XNN_LD)                                                           \
+  "1:\n\t" LOAD_X "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"                        \
+  ROWS_A(XNN_DP) ROWS_B(XNN_DP)                                                           \
+  "add $" W_STEP ", %[w]\n\t" X_STEP "dec %[g]\n\t"                                        \
+  "jnz 1b\n\t" ROWS_A(XNN_ST) ROWS_B(XNN_ST)
+// X packed: the next 64 bytes of the panel (aligned), prefetched ahead like the weights.
+#define XNN_X_PACKED "vmovdqa64 (%[x]), %%zmm16\n\tprefetcht0 " XNN_QGEMM_X_PREFETCH "(%[x])\n\t"
+#define XNN_X_PACKED_STEP "add $64, %[x]\n\t"
+// X interleaved (qs8_gemm_interleaved): group g's 16 columns are the 64 bytes at x + off[g], an
+// input stored 4 channels per pixel, read in place (unaligned: a tap's shift moves them in 4-byte
+// steps), so X is never packed. The offsets stream is 8 bytes per group beside the weights' 64.
+#define XNN_X_OFFSETS "mov (%[o]), %%rax\n\tvmovdqu64 (%[x],%%rax), %%zmm16\n\t"
+#define XNN_X_OFFSETS_STEP "add $8, %[o]\n\t"
+
 inline void k_loop_16(__m512i* t, size_t groups, const int8_t* w, const uint8_t* x) {
-  asm volatile(XNN_ROWS_0_7(XNN_LD) XNN_ROWS_8_15(XNN_LD)
-               "1:\n\t"
-               "vmovdqa64 (%[x]), %%zmm16\n\t"
-               "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"
-               "prefetcht0 " XNN_QGEMM_X_PREFETCH "(%[x])\n\t"
-               XNN_ROWS_0_7(XNN_DP) XNN_ROWS_8_15(XNN_DP)
-               "add $64, %[w]\n\t"
-               "add $64, %[x]\n\t"
-               "dec %[g]\n\t"
-               "jnz 1b\n\t"
-               XNN_ROWS_0_7(XNN_ST) XNN_ROWS_8_15(XNN_ST)
+  asm volatile(XNN_K_LOOP(XNN_ROWS_0_7, XNN_ROWS_8_15, XNN_X_PACKED, "64", XNN_X_PACKED_STEP)
                : [w] "+r"(w), [x] "+r"(x), [g] "+r"(groups)
                : [t] "r"(t)
                : "cc", "memory", XNN_ZMM_0_7, XNN_ZMM_8_15, "xmm16");
 }
 inline void k_loop_8(__m512i* t, size_t groups, const int8_t* w, const uint8_t* x) {
-  asm volatile(XNN_ROWS_0_7(XNN_LD)
-               "1:\n\t"
-               "vmovdqa64 (%[x]), %%zmm16\n\t"
-               "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"
-               "prefetcht0 " XNN_QGEMM_X_PREFETCH "(%[x])\n\t"
-               XNN_ROWS_0_7(XNN_DP)
-               "add $32, %[w]\n\t"
-               "add $64, %[x]\n\t"
-               "dec %[g]\n\t"
-               "jnz 1b\n\t"
-               XNN_ROWS_0_7(XNN_ST)
+  asm volatile(XNN_K_LOOP(XNN_ROWS_0_7, XNN_NONE, XNN_X_PACKED, "32", XNN_X_PACKED_STEP)
                : [w] "+r"(w), [x] "+r"(x), [g] "+r"(groups)
                : [t] "r"(t)
                : "cc", "memory", XNN_ZMM_0_7, "xmm16");
 }
-// The same loops with X given as 4-byte groups at per-group offsets (qs8_gemm_interleaved): group
-// g's 16 columns are the 64 bytes at x + off[g], an input interleaved 4 channels per pixel, read in
-// place (unaligned: a tap's shift moves them by 4-byte steps), so X is never packed. The offsets
-// stream is 8 bytes per group beside the weights' 64.
 inline void k_loop_16_offsets(__m512i* t, size_t groups, const int8_t* w, const uint8_t* x, const int64_t* off) {
-  asm volatile(XNN_ROWS_0_7(XNN_LD) XNN_ROWS_8_15(XNN_LD)
-               "1:\n\t"
-               "mov (%[o]), %%rax\n\t"
-               "vmovdqu64 (%[x],%%rax), %%zmm16\n\t"
-               "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"
-               XNN_ROWS_0_7(XNN_DP) XNN_ROWS_8_15(XNN_DP)
-               "add $64, %[w]\n\t"
-               "add $8, %[o]\n\t"
-               "dec %[g]\n\t"
-               "jnz 1b\n\t"
-               XNN_ROWS_0_7(XNN_ST) XNN_ROWS_8_15(XNN_ST)
+  asm volatile(XNN_K_LOOP(XNN_ROWS_0_7, XNN_ROWS_8_15, XNN_X_OFFSETS, "64", XNN_X_OFFSETS_STEP)
                : [w] "+r"(w), [o] "+r"(off), [g] "+r"(groups)
                : [t] "r"(t), [x] "r"(x)
                : "cc", "memory", "rax", XNN_ZMM_0_7, XNN_ZMM_8_15, "xmm16");
 }
 inline void k_loop_8_offsets(__m512i* t, size_t groups, const int8_t* w, const uint8_t* x, const int64_t* off) {
-  asm volatile(XNN_ROWS_0_7(XNN_LD)
-               "1:\n\t"
-               "mov (%[o]), %%rax\n\t"
-               "vmovdqu64 (%[x],%%rax), %%zmm16\n\t"
-               "prefetcht0 " XNN_QGEMM_W_PREFETCH "(%[w])\n\t"
-               XNN_ROWS_0_7(XNN_DP)
-               "add $32, %[w]\n\t"
-               "add $8, %[o]\n\t"
-               "dec %[g]\n\t"
-               "jnz 1b\n\t"
-               XNN_ROWS_0_7(XNN_ST)
+  asm volatile(XNN_K_LOOP(XNN_ROWS_0_7, XNN_NONE, XNN_X_OFFSETS, "32", XNN_X_OFFSETS_STEP)
                : [w] "+r"(w), [o] "+r"(off), [g] "+r"(groups)
                : [t] "r"(t), [x] "r"(x)
                : "cc", "memory", "rax", XNN_ZMM_0_7, "xmm16");
 }
+#undef XNN_NONE
+#undef XNN_K_LOOP
+#undef XNN_X_PACKED
+#undef XNN_X_PACKED_STEP
+#undef XNN_X_OFFSETS
+#undef XNN_X_OFFSETS_STEP
 #undef XNN_QGEMM_W_PREFETCH
 #undef XNN_QGEMM_X_PREFETCH
 #undef XNN_LD

@@ -152,6 +152,18 @@ TEST_P(QConvIsa, PointwiseUsesTheInputAsGemmOperand) {
 }
 
 // Random kernels (square and not), strides, dilations, asymmetric padding and groups.
+// Random size, kernel, strides, dilations and pads for s; false when the kernel does not fit.
+template <typename Dist>
+bool random_geometry(QConvShape& s, std::mt19937& rng, Dist& hw, Dist& kdim, Dist& stride, Dist& dil, Dist& pad) {
+  s.in_h = hw(rng), s.in_w = hw(rng);
+  s.kernel_h = kdim(rng), s.kernel_w = kdim(rng);
+  s.stride_h = stride(rng), s.stride_w = stride(rng);
+  s.dilation_h = dil(rng), s.dilation_w = dil(rng);
+  s.pad_t = pad(rng), s.pad_l = pad(rng), s.pad_b = pad(rng), s.pad_r = pad(rng);
+  return s.in_h + s.pad_t + s.pad_b >= s.dilation_h * (s.kernel_h - 1) + 1 &&
+         s.in_w + s.pad_l + s.pad_r >= s.dilation_w * (s.kernel_w - 1) + 1;
+}
+
 TEST_P(QConvIsa, RandomShapesMatchReference) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int64_t> kdim(1, 4), stride(1, 3), dil(1, 2), pad(0, 3), hw(1, 17), grp(1, 3),
@@ -163,14 +175,7 @@ TEST_P(QConvIsa, RandomShapesMatchReference) {
     s.groups = grp(rng);
     s.in_channels = s.groups * per_group(rng);
     s.out_channels = s.groups * per_group(rng);
-    s.in_h = hw(rng), s.in_w = hw(rng);
-    s.kernel_h = kdim(rng), s.kernel_w = kdim(rng);
-    s.stride_h = stride(rng), s.stride_w = stride(rng);
-    s.dilation_h = dil(rng), s.dilation_w = dil(rng);
-    s.pad_t = pad(rng), s.pad_l = pad(rng), s.pad_b = pad(rng), s.pad_r = pad(rng);
-    if (s.in_h + s.pad_t + s.pad_b < s.dilation_h * (s.kernel_h - 1) + 1 ||
-        s.in_w + s.pad_l + s.pad_r < s.dilation_w * (s.kernel_w - 1) + 1)
-      continue;
+    if (!random_geometry(s, rng, hw, kdim, stride, dil, pad)) continue;
     check_conv(s, isa(), done % 2 ? &pool : nullptr, rng, done % 3 ? 127 : 64);
     if (HasFatalFailure()) return;
     ++done;
@@ -206,14 +211,7 @@ TEST_P(QConvIsa, InterleavedImplicitGemmMatchesReference) {
     s.groups = grp(rng);
     s.in_channels = s.groups * 4 * quads(rng);
     s.out_channels = s.groups * cout(rng);
-    s.in_h = hw(rng), s.in_w = hw(rng);
-    s.kernel_h = kdim(rng), s.kernel_w = kdim(rng);
-    s.stride_h = stride(rng), s.stride_w = stride(rng);
-    s.dilation_h = dil(rng), s.dilation_w = dil(rng);
-    s.pad_t = pad(rng), s.pad_l = pad(rng), s.pad_b = pad(rng), s.pad_r = pad(rng);
-    if (s.in_h + s.pad_t + s.pad_b < s.dilation_h * (s.kernel_h - 1) + 1 ||
-        s.in_w + s.pad_l + s.pad_r < s.dilation_w * (s.kernel_w - 1) + 1)
-      continue;
+    if (!random_geometry(s, rng, hw, kdim, stride, dil, pad)) continue;
     const ConvData d = make_data(s, rng);
     if (!PackedQConvWeights(s, d.w.data(), d.bias.data(), isa()).interleaved_gemm()) continue;
     check_conv(s, isa(), done % 2 ? &pool : nullptr, rng, done % 3 ? 127 : 64);
