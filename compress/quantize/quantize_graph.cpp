@@ -466,13 +466,14 @@ class Rewriter {
       // Y = alpha·A·op(W) + beta·C: column j shifts by alpha·Σ_k (W_q − W)[k][j]·mean[k]; C is
       // scaled by beta below, so the shift is divided by it here.
       const Tensor wq = dequantize_weights(qw);
+      const float* wd = wq.data<float>();
+      const float* wf = w.data<float>();
       if (bias.empty()) bias.assign(static_cast<size_t>(columns), 0.0f);
       for (int64_t j = 0; j < columns; ++j) {
         double shift = 0;
         for (int64_t k = 0; k < depth; ++k) {
           const int64_t i = trans_b ? j * depth + k : k * columns + j;
-          shift += (static_cast<double>(wq.data<float>()[i]) - static_cast<double>(w.data<float>()[i])) *
-                   (*means)[static_cast<size_t>(k)];
+          shift += (static_cast<double>(wd[i]) - static_cast<double>(wf[i])) * (*means)[static_cast<size_t>(k)];
         }
         bias[static_cast<size_t>(j)] -= static_cast<float>(alpha * shift / beta);
       }

@@ -199,6 +199,37 @@ struct QGemmProblem {
 // the weight panel streaming through it.
 constexpr int64_t kXBlockBytes = int64_t{1} << 20;
 
+// The micro-kernels' parameters for one row panel at a time: requantisation bounds, and per row
+// bias − x_zp·Σ_k w, the zero point's whole contribution (wrapping like the accumulation itself;
+// the padded rows past M have bias and sum 0).
+class RowPanelTiles {
+ public:
+  RowPanelTiles(const PackedQs8Weights& w, uint8_t x_zero_point, const QRequant& rq)
+      : w_(w), x_zero_point_(x_zero_point), rq_(rq) {
+    tile_.lower = requant_lower(rq);
+    tile_.upper = requant_upper(rq);
+    tile_.zero_point = rq.zero_point;
+    tile_.qmin = rq.qmin;
+    tile_.init = init_;
+  }
+  // The tile parameters of the row panel starting at row ir.
+  const QTileParams& at(int64_t ir) {
+    for (int i = 0; i < w_.kernels().mr; ++i) {
+      init_[i] = static_cast<int32_t>(static_cast<uint32_t>(w_.bias()[ir + i]) -
+                                      uint32_t{x_zero_point_} * static_cast<uint32_t>(w_.row_sums()[ir + i]));
+    }
+    tile_.multiplier = rq_.multiplier + ir;
+    return tile_;
+  }
+
+ private:
+  const PackedQs8Weights& w_;
+  uint8_t x_zero_point_;
+  const QRequant& rq_;
+  QTileParams tile_;
+  int32_t init_[internal::kMaxMr] = {};
+};
+
 // Computes Y[r0:r1, j0:j1] (r0 a multiple of mr, j0 of nr). Runs on one thread; packs its own X.
 void run_task(const QGemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
   const QGemmKernelSet& ks = *g.ks;
@@ -213,27 +244,13 @@ void run_task(const QGemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t
 
   const auto* wdata = static_cast<const uint8_t*>(g.w->data());
   const int64_t w_panel_bytes = groups * ks.mr * ks.ku * ks.elem_bytes;
-  const int32_t* bias = g.w->bias();
-  const int32_t* row_sums = g.w->row_sums();
-  QTileParams tile;
-  tile.lower = requant_lower(*g.rq);
-  tile.upper = requant_upper(*g.rq);
-  tile.zero_point = g.rq->zero_point;
-  tile.qmin = g.rq->qmin;
-  int32_t init[internal::kMaxMr];
+  RowPanelTiles tiles(*g.w, g.x_zero_point, *g.rq);
   for (int64_t jc = j0; jc < j1; jc += nc_step) {
     const int64_t nc = std::min(nc_step, j1 - jc);
     ks.pack_x(g.x, g.k, jc, nc, xpack);
     for (int64_t ir = r0; ir < r1; ir += ks.mr) {
       const size_t mr = static_cast<size_t>(std::min<int64_t>(ks.mr, g.m - ir));
-      // bias − x_zp·Σ_k w: the zero point's whole contribution, once per row (wrapping like the
-      // accumulation itself; the padded rows past M have bias and sum 0).
-      for (int i = 0; i < ks.mr; ++i) {
-        init[i] = static_cast<int32_t>(static_cast<uint32_t>(bias[ir + i]) -
-                                       uint32_t{g.x_zero_point} * static_cast<uint32_t>(row_sums[ir + i]));
-      }
-      tile.init = init;
-      tile.multiplier = g.rq->multiplier + ir;
+      const QTileParams& tile = tiles.at(ir);
       const uint8_t* wpanel = wdata + ir / ks.mr * w_panel_bytes;
       for (int64_t jr = 0; jr < nc; jr += ks.nr) {
         const size_t nr = static_cast<size_t>(std::min<int64_t>(ks.nr, nc - jr));
@@ -376,20 +393,10 @@ void run_interleaved_task(const PackedQs8Weights& w, const uint8_t* x, const int
   const int64_t m = w.rows(), groups = ceil_div(w.depth(), ks.ku);
   const auto* wdata = static_cast<const uint8_t*>(w.data());
   const int64_t w_panel_bytes = groups * ks.mr * ks.ku * ks.elem_bytes;
-  QTileParams tile;
-  tile.lower = requant_lower(rq);
-  tile.upper = requant_upper(rq);
-  tile.zero_point = rq.zero_point;
-  tile.qmin = rq.qmin;
-  int32_t init[internal::kMaxMr];
+  RowPanelTiles tiles(w, x_zero_point, rq);
   for (int64_t ir = r0; ir < r1; ir += ks.mr) {
     const size_t mr = static_cast<size_t>(std::min<int64_t>(ks.mr, m - ir));
-    for (int i = 0; i < ks.mr; ++i) {
-      init[i] = static_cast<int32_t>(static_cast<uint32_t>(w.bias()[ir + i]) -
-                                     uint32_t{x_zero_point} * static_cast<uint32_t>(w.row_sums()[ir + i]));
-    }
-    tile.init = init;
-    tile.multiplier = rq.multiplier + ir;
+    const QTileParams& tile = tiles.at(ir);
     const uint8_t* wpanel = wdata + ir / ks.mr * w_panel_bytes;
     for (int64_t jr = j0; jr < j1; jr += ks.nr) {
       const size_t nr = static_cast<size_t>(std::min<int64_t>(ks.nr, j1 - jr));
