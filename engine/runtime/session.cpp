@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/backends/cpu/cpu_kernel.h"
 #include "engine/kernels/float_rounding.h"
+#include "engine/ops/op_helpers.h"
 #include "engine/passes/optimize.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/memory_planner.h"
@@ -75,18 +77,50 @@ bool is_nondeterministic(const Node& n) { return n.op_type.rfind("Random", 0) ==
 // Outputs up to this size are computed at preparation when all inputs are known.
 constexpr int64_t kShapeTimeMaxBytes = int64_t{1} << 20;
 
-struct UnionFind {
+// Which values share one arena buffer, and where each sits in it: a union-find whose edges carry
+// byte offsets (pos(v) = pos(parent) + offset). Views and in-place outputs sit at their input's
+// offset; the inputs of a sliced Concat sit at their slices of its output.
+struct PlacementForest {
   std::vector<int> parent;
-  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  std::vector<int64_t> offset;  // relative to parent; relative to the root after find()
+  std::vector<int> path;        // find()'s scratch
+  explicit PlacementForest(size_t n) : parent(n), offset(n, 0) { std::iota(parent.begin(), parent.end(), 0); }
   int find(int v) {
-    while (parent[static_cast<size_t>(v)] != v) v = parent[static_cast<size_t>(v)] = parent[static_cast<size_t>(parent[static_cast<size_t>(v)])];
-    return v;
+    int root = v;
+    while (parent[static_cast<size_t>(root)] != root) root = parent[static_cast<size_t>(root)];
+    // Path compression: re-hang each node of the path on the root, nearest the root first, so
+    // that each parent's offset is already root-relative when its child adds it.
+    path.clear();
+    for (int u = v; u != root; u = parent[static_cast<size_t>(u)]) path.push_back(u);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const size_t i = static_cast<size_t>(*it);
+      const int p = parent[i];
+      if (p != root) offset[i] += offset[static_cast<size_t>(p)];
+      parent[i] = root;
+    }
+    return root;
+  }
+  int64_t offset_in_root(int v) {
+    find(v);
+    return offset[static_cast<size_t>(v)];
+  }
+  // Places b's buffer so that pos(b) = pos(a) + delta. False (and no change) if they already
+  // share a buffer at other relative positions.
+  bool unite(int a, int b, int64_t delta) {
+    const int ra = find(a), rb = find(b);
+    const int64_t oa = offset[static_cast<size_t>(a)], ob = offset[static_cast<size_t>(b)];
+    if (ra == rb) return ob == oa + delta;
+    parent[static_cast<size_t>(rb)] = ra;
+    offset[static_cast<size_t>(rb)] = oa + delta - ob;  // may be negative: normalised when planned
+    return true;
   }
 };
 
 }  // namespace
 
-enum class StepKind { kExecute, kShapeTime, kStaticView, kRuntimeView };
+// kSlicedConcat: a Concat whose inputs were planned as slices of its output, so their producers
+// already wrote it and the step does nothing.
+enum class StepKind { kExecute, kShapeTime, kStaticView, kRuntimeView, kSlicedConcat };
 enum class ValueKind { kUnused, kConstant, kInput, kShapeTime, kArena, kOutput, kRuntimeView };
 
 struct Session::Plan {
@@ -400,8 +434,9 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
     return;
   }
 
-  // 2. Views and in-place outputs share their input's buffer (union-find over values).
-  UnionFind roots(nv);
+  // 2. Buffers shared by several values (a union-find with offsets over values): the inputs of a
+  // Concat planned as slices of its output, views, in-place outputs.
+  PlacementForest roots(nv);
   std::vector<int> last_use(nv), first_def(nv, -1);
   for (size_t v = 0; v < nv; ++v) last_use[v] = -1;
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
@@ -417,12 +452,57 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
       }
     }
   }
-  auto merge = [&](int into, int from) {  // `from` joins `into`'s buffer
+  // `from`'s buffer joins `into`'s, `delta` bytes after it; false if they cannot (already
+  // sharing one buffer at other positions).
+  auto merge = [&](int into, int from, int64_t delta) {
     const int a = roots.find(into), b = roots.find(from);
-    if (a == b) return;
-    roots.parent[static_cast<size_t>(b)] = a;
-    last_use[static_cast<size_t>(a)] = std::max(last_use[static_cast<size_t>(a)], last_use[static_cast<size_t>(b)]);
+    if (!roots.unite(into, from, delta)) return false;
+    if (a != b) last_use[static_cast<size_t>(a)] = std::max(last_use[static_cast<size_t>(a)], last_use[static_cast<size_t>(b)]);
+    return true;
   };
+  // Byte offsets of a Concat's inputs in its output, or nothing if its producers cannot write
+  // their slices in place: every input a distinct, unshared arena tensor written by a kernel
+  // (or a Concat sliced in turn; not a control-flow node, which may replace its outputs), the
+  // output an arena tensor, each slice contiguous (all dims before the axis 1) and starting
+  // arena-aligned (kernels may assume aligned buffers).
+  auto concat_slice_offsets = [&](const Node& n) -> std::optional<std::vector<int64_t>> {
+    if (!n.domain.empty() || n.op_type != "Concat" || n.outputs.size() != 1 || n.outputs[0] < 0) return std::nullopt;
+    const int out = n.outputs[0];
+    if (plan->kinds[static_cast<size_t>(out)] != ValueKind::kArena || roots.find(out) != out) return std::nullopt;
+    const TensorInfo& o = infos[static_cast<size_t>(out)];
+    const int axis = normalize_axis(n.attr_int("axis"), static_cast<int>(o.shape.size()), n);
+    for (int d = 0; d < axis; ++d) {
+      if (o.shape[static_cast<size_t>(d)] != 1) return std::nullopt;
+    }
+    std::vector<int64_t> offsets;
+    int64_t offset = 0;
+    for (int in : n.inputs) {
+      if (in < 0 || plan->kinds[static_cast<size_t>(in)] != ValueKind::kArena || roots.find(in) != in) return std::nullopt;
+      if (infos[static_cast<size_t>(in)].dtype != o.dtype || offset % kArenaAlignment != 0) return std::nullopt;
+      if (std::count(n.inputs.begin(), n.inputs.end(), in) != 1) return std::nullopt;
+      const int producer = first_def[static_cast<size_t>(in)];
+      if (producer < 0) return std::nullopt;
+      const Plan::Step& made_by = plan->steps[static_cast<size_t>(producer)];
+      const bool writes_in_place = made_by.kind == StepKind::kSlicedConcat ||
+                                   (made_by.kind == StepKind::kExecute && !made_by.schema->has_subgraphs);
+      if (!writes_in_place) return std::nullopt;
+      offsets.push_back(offset);
+      offset += shape_numel(infos[static_cast<size_t>(in)].shape) * static_cast<int64_t>(dtype_size(o.dtype));
+    }
+    return offsets;
+  };
+  // Concats first, so that the in-place decisions below see the lifetimes they join. In node
+  // order, so a Concat of Concats nests: the inner output, with its slices, becomes a slice.
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const Node& n = g.nodes[ni];
+    if (plan->steps[ni].kind != StepKind::kExecute) continue;
+    const auto offsets = concat_slice_offsets(n);
+    if (!offsets) continue;
+    for (size_t k = 0; k < n.inputs.size(); ++k) merge(n.outputs[0], n.inputs[k], (*offsets)[k]);
+    plan->steps[ni].kind = StepKind::kSlicedConcat;
+    ++plan->stats.sliced_concats;
+    plan->stats.sliced_tensors += static_cast<int>(n.inputs.size());
+  }
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node& n = g.nodes[ni];
     Plan::Step& step = plan->steps[ni];
@@ -430,9 +510,9 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
     const size_t in = static_cast<size_t>(n.inputs[0]), out = static_cast<size_t>(n.outputs[0]);
     if (plan->kinds[out] != ValueKind::kArena) continue;  // graph outputs own their buffers
     if (plan->kinds[in] == ValueKind::kArena) {
-      step.kind = StepKind::kStaticView;
-      merge(static_cast<int>(in), static_cast<int>(out));
-    } else if (plan->kinds[in] == ValueKind::kInput) {
+      // Fails only if both already share a buffer elsewhere (slices of one Concat): then copy.
+      if (merge(static_cast<int>(in), static_cast<int>(out), 0)) step.kind = StepKind::kStaticView;
+    } else if (plan->kinds[in] == ValueKind::kInput && roots.find(static_cast<int>(out)) == static_cast<int>(out)) {
       step.kind = StepKind::kRuntimeView;
       step.view_shape = infos[out].shape;
       plan->kinds[out] = ValueKind::kRuntimeView;
@@ -450,32 +530,37 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
       if (ii.dtype != infos[out].dtype || ii.shape != infos[out].shape) continue;
       const int r = roots.find(in);
       if (last_use[static_cast<size_t>(r)] != static_cast<int>(ni)) continue;
-      merge(in, static_cast<int>(out));
+      if (!merge(in, static_cast<int>(out), 0)) continue;
       ++plan->stats.in_place_tensors;
       break;
     }
   }
 
-  // 3. Lifetimes of arena buffers (one per root) and the plan.
+  // 3. Lifetimes of arena buffers (one per root) and the plan. A buffer spans its values'
+  // extents; `base` is its lowest value offset (offsets relative to a root may be negative).
   std::vector<int> record_of(nv, -1);
   std::vector<TensorLifetime> lifetimes;
-  std::vector<int> record_root;
+  std::vector<int64_t> base, end;
   for (size_t v = 0; v < nv; ++v) {
     if (plan->kinds[v] != ValueKind::kArena) continue;
     const int r = roots.find(static_cast<int>(v));
+    const int64_t at = roots.offset_in_root(static_cast<int>(v));
+    const int64_t bytes = shape_numel(infos[v].shape) * static_cast<int64_t>(dtype_size(infos[v].dtype));
     if (record_of[static_cast<size_t>(r)] < 0) {
       record_of[static_cast<size_t>(r)] = static_cast<int>(lifetimes.size());
       lifetimes.push_back(TensorLifetime{0, first_def[static_cast<size_t>(r)], last_use[static_cast<size_t>(r)]});
-      record_root.push_back(r);
+      base.push_back(at);
+      end.push_back(at + bytes);
     }
-    TensorLifetime& lt = lifetimes[static_cast<size_t>(record_of[static_cast<size_t>(r)])];
-    const int64_t bytes = shape_numel(infos[v].shape) * static_cast<int64_t>(dtype_size(infos[v].dtype));
-    lt.bytes = std::max(lt.bytes, bytes);
-    lt.first_step = std::min(lt.first_step, first_def[v]);
+    const size_t rec = static_cast<size_t>(record_of[static_cast<size_t>(r)]);
+    base[rec] = std::min(base[rec], at);
+    end[rec] = std::max(end[rec], at + bytes);
+    lifetimes[rec].first_step = std::min(lifetimes[rec].first_step, first_def[v]);
     ++plan->stats.planned_tensors;
     if (static_cast<int>(v) != r) ++plan->stats.aliased_tensors;
   }
-  plan->stats.aliased_tensors -= plan->stats.in_place_tensors;
+  for (size_t rec = 0; rec < lifetimes.size(); ++rec) lifetimes[rec].bytes = end[rec] - base[rec];
+  plan->stats.aliased_tensors -= plan->stats.in_place_tensors + plan->stats.sliced_tensors;
   const MemoryPlan mp = plan_memory(lifetimes);
   plan->arena = Buffer::allocate(static_cast<size_t>(std::max<int64_t>(mp.arena_bytes, 1)));
   plan->stats.planned = true;
@@ -485,8 +570,9 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
     const TensorInfo& info = infos[v];
     switch (plan->kinds[v]) {
       case ValueKind::kArena: {
-        const int rec = record_of[static_cast<size_t>(roots.find(static_cast<int>(v)))];
-        plan->slots[v] = Tensor(info.dtype, info.shape, plan->arena, static_cast<size_t>(mp.offsets[static_cast<size_t>(rec)]));
+        const size_t rec = static_cast<size_t>(record_of[static_cast<size_t>(roots.find(static_cast<int>(v)))]);
+        const int64_t at = mp.offsets[rec] + roots.offset_in_root(static_cast<int>(v)) - base[rec];
+        plan->slots[v] = Tensor(info.dtype, info.shape, plan->arena, static_cast<size_t>(at));
         break;
       }
       case ValueKind::kOutput:
@@ -520,6 +606,10 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
     }
     if (step.kind == StepKind::kStaticView || step.kind == StepKind::kRuntimeView) {
       step.kernel_name = "view";
+      continue;
+    }
+    if (step.kind == StepKind::kSlicedConcat) {
+      step.kernel_name = "sliced";
       continue;
     }
     if (step.schema->has_subgraphs) {
@@ -681,7 +771,7 @@ std::vector<Tensor> Session::execute(const ValueScope* outer) {
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     Plan::Step& step = plan.steps[ni];
     const Node& n = g.nodes[ni];
-    if (step.kind == StepKind::kShapeTime || step.kind == StepKind::kStaticView) continue;
+    if (step.kind == StepKind::kShapeTime || step.kind == StepKind::kStaticView || step.kind == StepKind::kSlicedConcat) continue;
     if (step.kind == StepKind::kRuntimeView) {
       *step.outs[0] = step.ins[0]->reshaped(step.view_shape);
       continue;

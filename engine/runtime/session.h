@@ -81,7 +81,11 @@ struct MemoryStats {
   int64_t lower_bound_bytes = 0;   // liveness lower bound of the same tensors
   int64_t output_bytes = 0;        // graph outputs (owned buffers, outside the arena)
   int64_t weight_bytes = 0;        // constants of the optimised graph
-  int planned_tensors = 0, aliased_tensors = 0, in_place_tensors = 0;
+  int planned_tensors = 0;
+  int aliased_tensors = 0;   // views (Reshape, Flatten, ...) sharing their input's buffer
+  int in_place_tensors = 0;  // elementwise outputs written over a dying input
+  int sliced_concats = 0;    // Concats whose inputs were planned as slices of their output...
+  int sliced_tensors = 0;    // ...and those inputs, written there by their producers
 };
 
 struct IoInfo {

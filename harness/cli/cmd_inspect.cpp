@@ -128,6 +128,8 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       w.field("planned", mem.planned).field("arena_bytes", mem.arena_bytes);
       w.field("lower_bound_bytes", mem.lower_bound_bytes).field("output_bytes", mem.output_bytes);
       w.field("opt_level", opt_level).field("optimized_nodes", optimized_nodes);
+      w.field("views", mem.aliased_tensors).field("in_place_tensors", mem.in_place_tensors);
+      w.field("sliced_concats", mem.sliced_concats).field("sliced_tensors", mem.sliced_tensors);
       if (!plan_error.empty()) w.field("error", plan_error);
       w.end_object();
       w.key("ops").begin_object();
@@ -160,11 +162,11 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       }
       if (mem.planned) {
         std::printf("memory plan: arena %lld bytes (%.2f MiB), liveness lower bound %lld bytes (%.3fx); "
-                    "%zu nodes after opt-level %d\n",
+                    "%zu nodes after opt-level %d; %d views, %d in-place outputs, %d concats written in place by their producers\n",
                     static_cast<long long>(mem.arena_bytes), mem.arena_bytes / 1048576.0,
                     static_cast<long long>(mem.lower_bound_bytes),
                     mem.lower_bound_bytes ? static_cast<double>(mem.arena_bytes) / mem.lower_bound_bytes : 1.0,
-                    optimized_nodes, opt_level);
+                    optimized_nodes, opt_level, mem.aliased_tensors, mem.in_place_tensors, mem.sliced_concats);
       } else {
         std::printf("memory plan: none (%s)\n", plan_error.empty() ? "data-dependent shapes or control flow"
                                                                    : plan_error.c_str());

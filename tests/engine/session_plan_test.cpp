@@ -372,5 +372,117 @@ TEST(SessionPlan, FloatEmulationRoundsWeightsInputsAndEveryOutput) {
   }
 }
 
+// Runs `model` planned (at `level`, with `threads`) and on the reference runtime; returns the
+// planned session's memory stats after checking every output.
+MemoryStats expect_planned_matches_reference(const std::shared_ptr<Model>& model, const Tensor& x, int level = 0,
+                                             int threads = 1) {
+  Session ref(model, reference_options());
+  const std::vector<Tensor> want = ref.run({{"x", x}});
+  SessionOptions o;
+  o.opt_level = level;
+  o.threads = threads;
+  Session s(model, o);
+  for (int run = 0; run < 2; ++run) {  // the second run reuses the arena as it was left
+    const std::vector<Tensor> got = s.run({{"x", x}});
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+      EXPECT_LE(max_rel_diff(got[k], want[k]), 1e-5) << "output " << k << " level " << level << " run " << run;
+    }
+  }
+  const MemoryStats m = s.memory_stats();
+  EXPECT_TRUE(m.planned);
+  EXPECT_LE(m.arena_bytes, m.lower_bound_bytes * 11 / 10 + 64);
+  return m;
+}
+
+int conv(Builder& b, int in, int64_t cin, int64_t cout, int64_t k, uint32_t seed) {
+  const int w = b.constant("w" + std::to_string(seed), random_tensor({cout, cin, k, k}, seed, 0.3f));
+  const int64_t p = k / 2;
+  return b.node("Conv", {in, w}, {{"pads", std::vector<int64_t>{p, p, p, p}}});
+}
+
+TEST(SessionPlan, ConcatInputsAreWrittenAsSlicesOfItsOutput) {
+  // a, relu(b) -> Concat -> conv; `a` is read again after the Concat (by a Sigmoid that may
+  // then overwrite it, the Concat being dead by then).
+  Builder b;
+  const int x = b.input("x", {1, 8, 8, 8});
+  const int a = conv(b, x, 8, 16, 3, 1);
+  const int r = b.node("Relu", {conv(b, x, 8, 8, 1, 2)});
+  const int cat = b.node("Concat", {a, r}, {{"axis", int64_t{1}}});
+  const int y = conv(b, cat, 24, 16, 1, 3);
+  const int z = b.node("Sigmoid", {a});
+  auto model = b.done({b.node("Add", {y, z})});
+  const Tensor in = random_tensor({1, 8, 8, 8}, 4);
+  for (int level : {0, 1, 2}) {
+    for (int threads : {1, 2}) {
+      const MemoryStats m = expect_planned_matches_reference(model, in, level, threads);
+      EXPECT_EQ(m.sliced_concats, 1) << "level " << level;
+      EXPECT_EQ(m.sliced_tensors, 2) << "level " << level;
+    }
+  }
+  SessionOptions o;
+  o.opt_level = 0;
+  Session s(model, o);
+  s.run({{"x", in}});
+  const std::vector<std::string> kernels = s.kernel_names();
+  EXPECT_NE(std::find(kernels.begin(), kernels.end(), "sliced"), kernels.end());
+}
+
+TEST(SessionPlan, NestedConcatsAndViewsOfSlicesShareOneBuffer) {
+  // Concat(Concat(a, b), Reshape(c)): c's producer writes through the view into the outer slice;
+  // axis 0 and axis -3 (= 1) both qualify.
+  Builder b;
+  const int x = b.input("x", {1, 8, 8, 8});
+  const int inner = b.node("Concat", {conv(b, x, 8, 16, 3, 1), conv(b, x, 8, 16, 1, 2)}, {{"axis", int64_t{-3}}});
+  const int c = b.node("Reshape", {conv(b, x, 8, 8, 3, 3), b.constant("shape", Tensor::from_vector<int64_t>({1, 8, 64}, {3}))});
+  const int c4 = b.node("Reshape", {c, b.constant("shape4", Tensor::from_vector<int64_t>({1, 8, 8, 8}, {4}))});
+  const int outer = b.node("Concat", {inner, c4}, {{"axis", int64_t{1}}});
+  auto model = b.done({b.node("Relu", {conv(b, outer, 40, 8, 1, 4)})});
+  const MemoryStats m = expect_planned_matches_reference(model, random_tensor({1, 8, 8, 8}, 5));
+  EXPECT_EQ(m.sliced_concats, 2);
+  EXPECT_EQ(m.sliced_tensors, 4);
+  EXPECT_EQ(m.aliased_tensors, 2);  // the two Reshapes stay views
+}
+
+TEST(SessionPlan, ConcatsThatCannotBeSlicedAreCopied) {
+  const Tensor in = random_tensor({1, 8, 8, 8}, 6);
+  auto expect_copied = [&](std::shared_ptr<Model> model, const char* what) {
+    const MemoryStats m = expect_planned_matches_reference(model, in);
+    EXPECT_EQ(m.sliced_concats, 0) << what;
+  };
+  const std::map<std::string, Attribute> axis1{{"axis", int64_t{1}}};
+  {
+    Builder b;  // a graph input cannot be written by a producer
+    const int x = b.input("x", {1, 8, 8, 8});
+    expect_copied(b.done({b.node("Relu", {b.node("Concat", {x, conv(b, x, 8, 8, 3, 1)}, axis1)})}), "graph input");
+  }
+  {
+    Builder b;  // the same tensor twice
+    const int x = b.input("x", {1, 8, 8, 8});
+    const int a = conv(b, x, 8, 8, 3, 1);
+    expect_copied(b.done({b.node("Relu", {b.node("Concat", {a, a}, axis1)})}), "repeated input");
+  }
+  {
+    Builder b;  // slices not contiguous: a dimension before the axis is not 1
+    const int x = b.input("x", {1, 8, 8, 8});
+    const std::map<std::string, Attribute> axis2{{"axis", int64_t{2}}};
+    expect_copied(b.done({b.node("Relu", {b.node("Concat", {conv(b, x, 8, 8, 3, 1), conv(b, x, 8, 8, 1, 2)}, axis2)})}),
+                  "axis 2");
+  }
+  {
+    Builder b;  // the second slice would start 4 * 3 * 5 * 4 = 240 bytes in: not arena-aligned
+    const int x = b.input("x", {1, 8, 8, 8});
+    const std::map<std::string, Attribute> k35{{"kernel_shape", std::vector<int64_t>{6, 4}}};
+    const int p = b.node("MaxPool", {conv(b, x, 8, 4, 1, 1)}, k35);  // [1, 4, 3, 5]
+    const int q = b.node("MaxPool", {conv(b, x, 8, 4, 3, 2)}, k35);
+    expect_copied(b.done({b.node("Relu", {b.node("Concat", {p, q}, axis1)})}), "misaligned slice");
+  }
+  {
+    Builder b;  // a graph output owns its buffer
+    const int x = b.input("x", {1, 8, 8, 8});
+    expect_copied(b.done({b.node("Concat", {conv(b, x, 8, 8, 3, 1), conv(b, x, 8, 8, 1, 2)}, axis1)}), "graph output");
+  }
+}
+
 }  // namespace
 }  // namespace xnn
