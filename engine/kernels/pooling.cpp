@@ -127,19 +127,29 @@ void maxpool_plane(const Pool2dParams& p, const float* xp, float* yp, RowKernel 
       int64_t nrows = 0;
       for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w + c0;
       float* dst = yrow + span.vlo;
-      if (span.blocks > 0) {
+      const auto vector_blocks = [&](int64_t blocks, float* out) {
         switch (rk) {
-          case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, span.blocks, dst); break;
-          case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(rows, nrows, span.blocks, dst); break;
-          default: f32_maxpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, dst); break;
+          case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, blocks, out); break;
+          case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(rows, nrows, blocks, out); break;
+          default: f32_maxpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, blocks, out); break;
         }
-      }
-      const int64_t done = 8 * span.blocks;
-      for (int64_t r = 0; r < nrows; ++r) rows[r] += done * p.stride_w;
-      if (rk == RowKernel::kMax2x2s2) {
-        f32_maxpool2d_2x2s2_rest__avx2(rows, nrows, span.vhi - span.vlo - done, dst + done);
+      };
+      if (span.blocks > 0) vector_blocks(span.blocks, dst);
+      const int64_t done = 8 * span.blocks, rest = span.vhi - span.vlo - done;
+      if (rest > 0 && span.blocks > 0) {
+        // One more block, ending at vhi and overlapping the last one, whose outputs it writes
+        // again with the same values: on 55-wide rows (SqueezeNet) the 7 left over otherwise
+        // took the scalar path and most of the time.
+        const int64_t back = span.vhi - span.vlo - 8;
+        for (int64_t r = 0; r < nrows; ++r) rows[r] += back * p.stride_w;
+        vector_blocks(1, dst + back);
       } else {
-        interior_row_max(rows, nrows, p.kernel_w, p.stride_w, span.vhi - span.vlo - done, dst + done);
+        for (int64_t r = 0; r < nrows; ++r) rows[r] += done * p.stride_w;
+        if (rk == RowKernel::kMax2x2s2) {
+          f32_maxpool2d_2x2s2_rest__avx2(rows, nrows, rest, dst + done);
+        } else {
+          interior_row_max(rows, nrows, p.kernel_w, p.stride_w, rest, dst + done);
+        }
       }
       ow = span.vhi;
     }
@@ -185,9 +195,15 @@ void avgpool_plane(const Pool2dParams& p, bool count_include_pad, const float* x
       const float divisor = static_cast<float>(count_h * p.kernel_w);
       float* dst = yrow + span.vlo;
       if (span.blocks > 0) f32_avgpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, span.blocks, divisor, dst);
-      const int64_t done = 8 * span.blocks;
-      for (int64_t r = 0; r < nrows; ++r) rows[r] += done * p.stride_w;
-      interior_row_avg(rows, nrows, p.kernel_w, p.stride_w, span.vhi - span.vlo - done, divisor, dst + done);
+      const int64_t done = 8 * span.blocks, rest = span.vhi - span.vlo - done;
+      if (rest > 0 && span.blocks > 0) {  // an overlapping last block, as maxpool_plane
+        const int64_t back = span.vhi - span.vlo - 8;
+        for (int64_t r = 0; r < nrows; ++r) rows[r] += back * p.stride_w;
+        f32_avgpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, 1, divisor, dst + back);
+      } else {
+        for (int64_t r = 0; r < nrows; ++r) rows[r] += done * p.stride_w;
+        interior_row_avg(rows, nrows, p.kernel_w, p.stride_w, rest, divisor, dst + done);
+      }
       ow = span.vhi;
     }
     for (; ow < p.out_w; ++ow) scalar(ow);

@@ -226,6 +226,27 @@ TEST(PoolKernel, MaxPool2x2RestOfRowsWithNaNs) {
   }
 }
 
+// Rows of more than 8 vector outputs that are not a multiple of 8 end with a block overlapping
+// the one before, written twice: the values and the NaN / signed-zero rule stay the reference's.
+// SqueezeNet's 111 -> 55 pool (ceil), a 2x2 pool on 29-wide rows, a stride-1 pool on 20-wide ones.
+TEST(PoolKernel, OverlappingLastBlockKeepsTheReferenceRule) {
+  std::mt19937 rng(81);
+  for (const PoolGeometry& g : {PoolGeometry{{1, 3, 111, 111}, 3, 3, 2, 2, 0, 0, 0, 0, true},
+                                PoolGeometry{{1, 2, 12, 29}, 2, 2, 2, 2, 0, 0, 0, 0},
+                                PoolGeometry{{1, 2, 9, 20}, 3, 3, 1, 1, 0, 0, 0, 0}}) {
+    Tensor x = random_tensor(rng, g.x);
+    for (int64_t i = 0; i < x.numel(); i += 1 + static_cast<int64_t>(rng() % 7)) {
+      x.data<float>()[i] = rng() % 3 == 0 ? kNaN : (rng() % 2 ? 0.0f : -0.0f);
+    }
+    expect_matches_reference(make_case("MaxPool", {x}, pool_attrs(g)), 0, describe(g));
+    for (int64_t include : {0, 1}) {
+      Attrs a = pool_attrs(g);
+      a["count_include_pad"] = include;
+      expect_matches_reference(make_case("AveragePool", {random_tensor(rng, g.x)}, a), 0, describe(g));
+    }
+  }
+}
+
 TEST(PoolKernel, AveragePoolRandomGeometries) {
   std::mt19937 rng(78);
   for (int iter = 0; iter < 120; ++iter) {
