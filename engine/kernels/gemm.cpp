@@ -236,6 +236,9 @@ struct GemmProblem {
   // residual is C itself (in-place add): it must be read before C holds partial sums, so it
   // goes in with the first K block instead of the last.
   bool residual_is_c;
+  // B arrives in the micro-kernel's panel layout (f32_gemm_packed_b): b.data holds ceil(n/nr)
+  // panels of k × nr floats, read in place.
+  bool b_prepacked = false;
 };
 
 // Computes C[r0:r1, j0:j1] (r0 a multiple of mr). Runs on one thread; packs its own B.
@@ -253,8 +256,9 @@ void run_task(const GemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t 
   // (zero-padded) so the kernel never reads past a row of B.
   const int64_t rows = r1 - r0;
   const bool direct_b = g.b.col_stride == 1 && kc_step <= 128 && rows <= 96 && rows * kc_step <= 4096;
-  float* bpack =
-      thread_scratch_f32(static_cast<size_t>(std::max<int64_t>(1, kc_step * (direct_b ? ks.nr : nc_step))), 0);
+  float* bpack = g.b_prepacked ? nullptr
+                               : thread_scratch_f32(
+                                     static_cast<size_t>(std::max<int64_t>(1, kc_step * (direct_b ? ks.nr : nc_step))), 0);
 
   const GemmEpilogue& ep = *g.ep;
   const bool has_act = ep.act.kind != ActKind::kNone;
@@ -271,7 +275,9 @@ void run_task(const GemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t 
       const int64_t tail = nc % ks.nr;
       const bool tail_in_place = ks.narrow_reads_nr && g.b.col_stride == 1 && tail > 0 && tail * 2 <= ks.nr;
       const int64_t packed_end = tail_in_place ? nc - tail : nc;  // columns [full_nc, packed_end) packed
-      if (full_nc < packed_end) pack_b_block(g.b, pc, kc, jc + full_nc, packed_end - full_nc, ks.nr, bpack);
+      if (!g.b_prepacked && full_nc < packed_end) {
+        pack_b_block(g.b, pc, kc, jc + full_nc, packed_end - full_nc, ks.nr, bpack);
+      }
       for (int64_t ic = r0; ic < r1; ic += ks.mc) {
         const int64_t ic_end = std::min(r1, ic + ks.mc);
         for (int64_t jr = 0; jr < nc; jr += ks.nr) {
@@ -279,9 +285,10 @@ void run_task(const GemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t 
           const GemmUkernelFn fn = (ks.narrow && nr * 2 <= static_cast<size_t>(ks.nr)) ? ks.narrow : ks.main;
           const int64_t col = jc + jr;
           const bool in_place = jr < full_nc || jr >= packed_end;
-          const float* bpanel =
-              in_place ? g.b.data + pc * g.b.row_stride + col : bpack + (jr - full_nc) / ks.nr * kc * ks.nr;
-          const int64_t b_stride = in_place ? g.b.row_stride : ks.nr;
+          const float* bpanel = g.b_prepacked ? g.b.data + (col / ks.nr) * g.k * ks.nr + pc * ks.nr
+                                : in_place    ? g.b.data + pc * g.b.row_stride + col
+                                              : bpack + (jr - full_nc) / ks.nr * kc * ks.nr;
+          const int64_t b_stride = g.b_prepacked ? ks.nr : in_place ? g.b.row_stride : ks.nr;
           for (int64_t ir = ic; ir < ic_end; ir += ks.mr) {
             GemmTileEpilogue tile;
             if (add_bias_res) {
@@ -391,6 +398,15 @@ void f32_gemm(const PackedA& a, int64_t n, MatrixRef b, float* c, int64_t ldc, c
   if (a.rows() == 0 || n <= 0) return;
   const KernelSet& ks = kernels_for(a.isa(), a.family());
   run_gemm(make_problem(ks, a.data(), a.rows(), n, a.depth(), b, c, ldc, ep), pool);
+}
+
+void f32_gemm_packed_b(const PackedA& a, int64_t n, const float* b_panels, float* c, int64_t ldc,
+                       const GemmEpilogue& ep, ThreadPool* pool) {
+  if (a.rows() == 0 || n <= 0) return;
+  const KernelSet& ks = kernels_for(a.isa(), a.family());
+  GemmProblem g = make_problem(ks, a.data(), a.rows(), n, a.depth(), MatrixRef{b_panels, ks.nr, 1}, c, ldc, ep);
+  g.b_prepacked = true;
+  run_gemm(g, pool);
 }
 
 void f32_gemm(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const GemmEpilogue& ep,

@@ -96,6 +96,14 @@ void f32_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a_panels, con
                      int64_t b_panel_stride, float* c, int64_t ldc, bool accumulate, Isa isa,
                      F32GemmKernels family = best_f32_gemm_kernels());
 
+// f32_gemm with B already in `a`'s micro-kernel panel layout (nr = f32_gemm_panel_shape(a.isa(),
+// a.family()).nr): ceil(n/nr) panels, panel j at b_panels + j·k·nr, its row q (B[q][j·nr ..
+// j·nr + nr)) at + q·nr; columns past n finite or not (they reach no written column of C).
+// Threads and epilogue as f32_gemm; nothing is packed per call (im2col writes these panels
+// directly: engine/kernels/im2col.h).
+void f32_gemm_packed_b(const PackedA& a, int64_t n, const float* b_panels, float* c, int64_t ldc,
+                       const GemmEpilogue& ep, ThreadPool* pool);
+
 // The micro-kernel name for an ISA (and the best family), e.g. "f32_gemm_6x16__avx2".
 std::string gemm_kernel_name(Isa isa);
 

@@ -30,6 +30,7 @@
 #include "engine/kernels/direct_conv.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/gemv.h"
+#include "engine/kernels/im2col.h"
 #include "engine/kernels/scratch.h"
 #include "engine/kernels/winograd.h"
 #include "engine/ops/nn_common.h"
@@ -158,24 +159,41 @@ class ConvKernel final : public CpuKernel {
     const int64_t blocks = (n + nb - 1) / nb;
     const int threads = pool ? pool->threads() : 1;
     const bool by_block = blocks >= 2 * threads;
+    const kernels::PackedA& a = packed_[static_cast<size_t>(g)];
+    // On AVX-512 CPUs the columns are gathered straight into the GEMM's 16-wide B panels (no
+    // row-major column matrix, no packing of it per call).
+    const bool panels = a.isa() == Isa::kAvx2 && kernels::avx512_enabled() &&
+                        kernels::f32_gemm_panel_shape(a.isa(), a.family()).nr == 16;
     auto block = [&](int64_t bi, ThreadPool* gemm_pool) {
       const int64_t c0 = bi * nb, cols = std::min(nb, n - c0);
-      float* col = kernels::thread_scratch_f32(static_cast<size_t>(k * cols), 2);
-      im2col_block(xg, c0, cols, col);
+      float* col = kernels::thread_scratch_f32(static_cast<size_t>(k * (cols + 15) / 16 * 16), 2);
       const int64_t row0 = g * s_.cout_g();
       kernels::GemmEpilogue ep;
       ep.bias = bias_ ? bias_ + row0 : nullptr;
       ep.residual = zb ? zb + row0 * n + c0 : nullptr;
       ep.ldr = n;
       ep.act = act_;
-      kernels::f32_gemm(packed_[static_cast<size_t>(g)], cols, kernels::MatrixRef{col, cols, 1}, yb + row0 * n + c0, n,
-                        ep, gemm_pool);
+      if (panels) {
+        kernels::f32_im2col_panels16__avx512(im2col_geometry(), xg, c0, cols, col);
+        kernels::f32_gemm_packed_b(a, cols, col, yb + row0 * n + c0, n, ep, gemm_pool);
+      } else {
+        im2col_block(xg, c0, cols, col);
+        kernels::f32_gemm(a, cols, kernels::MatrixRef{col, cols, 1}, yb + row0 * n + c0, n, ep, gemm_pool);
+      }
     };
     if (by_block) {
       parallel_for(pool, blocks, [&](int64_t bi) { block(bi, nullptr); });
     } else {
       for (int64_t bi = 0; bi < blocks; ++bi) block(bi, pool);
     }
+  }
+
+  kernels::Im2colGeometry im2col_geometry() const {
+    kernels::Im2colGeometry geo;
+    geo.channels = s_.cin_g(), geo.in_h = s_.h, geo.in_w = s_.w, geo.out_h = s_.oh, geo.out_w = s_.ow;
+    geo.kernel_h = s_.kh, geo.kernel_w = s_.kw, geo.stride_h = s_.sh, geo.stride_w = s_.sw;
+    geo.dilation_h = s_.dh, geo.dilation_w = s_.dw, geo.pad_t = s_.pt, geo.pad_l = s_.pl;
+    return geo;
   }
 
   // Rows r of the column matrix for output positions [c0, c0 + cols): input pixel of kernel
