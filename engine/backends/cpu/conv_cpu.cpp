@@ -174,7 +174,16 @@ class ConvKernel final : public CpuKernel {
       ep.ldr = n;
       ep.act = act_;
       if (panels) {
-        kernels::f32_im2col_panels16__avx512(im2col_geometry(), xg, c0, cols, col);
+        // When the GEMM of this block is split over the pool, so is its gather (whole panels per
+        // task); otherwise it would be the block's serial part (ResNet-18's layer3/4 convs have
+        // 1-3 blocks).
+        const int64_t npanels = (cols + 15) / 16;
+        const int64_t tasks = gemm_pool ? std::min<int64_t>(npanels, gemm_pool->threads()) : 1;
+        parallel_for(gemm_pool, tasks, [&](int64_t t) {
+          const int64_t p0 = t * npanels / tasks, p1 = (t + 1) * npanels / tasks;
+          const int64_t q0 = p0 * 16, q1 = std::min(cols, p1 * 16);
+          if (q0 < q1) kernels::f32_im2col_panels16__avx512(im2col_geometry(), xg, c0 + q0, q1 - q0, col + p0 * 16 * k);
+        });
         kernels::f32_gemm_packed_b(a, cols, col, yb + row0 * n + c0, n, ep, gemm_pool);
       } else {
         im2col_block(xg, c0, cols, col);
