@@ -62,20 +62,24 @@ void f32_conv_direct(const DirectConvParams& p, const float* input, const float*
   if (p.out_channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
   const int64_t k = p.kernel, s = p.stride, cin = p.in_channels;
   if (direct_conv_c16(p, isa)) {
-    // Blocks of 16 output channels × bands of output rows whose padded input rows take at most
-    // ~64 KB, and at least 4 tasks per thread when the blocks alone are fewer.
+    // Bands of output rows whose padded input rows take at most ~64 KB, each task all output
+    // channels of its band (one copy of the band's input for every block of 16); at least 4
+    // tasks per thread, from more bands, else from splitting the channels into groups of blocks.
     const int64_t blocks = (p.out_channels + 15) / 16;
     const int64_t row_floats = (p.out_w - 1) * s + k + 8 * s;
     const int64_t rows_in = std::max<int64_t>(k, 16384 / std::max<int64_t>(1, cin * row_floats));
     int64_t band = std::max<int64_t>(1, (rows_in - k) / s + 1);
     const int64_t threads = pool ? pool->threads() : 1;
-    const int64_t bands_wanted = threads > 1 ? (4 * threads + blocks - 1) / blocks : 1;
-    band = std::min(band, std::max<int64_t>(1, (p.out_h + bands_wanted - 1) / bands_wanted));
+    const int64_t tasks_wanted = threads > 1 ? 4 * threads : 1;
+    band = std::min(band, std::max<int64_t>(1, (p.out_h + tasks_wanted - 1) / tasks_wanted));
     const int64_t bands = (p.out_h + band - 1) / band;
-    parallel_for(pool, blocks * bands, [&](int64_t t) {
-      const int64_t oh0 = (t % bands) * band;
-      f32_conv_direct_c16__avx512(p, (t / bands) * 16, oh0, std::min(p.out_h, oh0 + band), input, weights, bias,
-                                  residual, act, output);
+    int64_t groups = bands >= tasks_wanted ? 1 : std::min(blocks, (tasks_wanted + bands - 1) / bands);
+    const int64_t blocks_per_group = (blocks + groups - 1) / groups;
+    groups = (blocks + blocks_per_group - 1) / blocks_per_group;
+    parallel_for(pool, groups * bands, [&](int64_t t) {
+      const int64_t oh0 = (t % bands) * band, co_begin = (t / bands) * blocks_per_group * 16;
+      f32_conv_direct_c16__avx512(p, co_begin, std::min(p.out_channels, co_begin + blocks_per_group * 16), oh0,
+                                  std::min(p.out_h, oh0 + band), input, weights, bias, residual, act, output);
     });
     return;
   }

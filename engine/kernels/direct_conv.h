@@ -55,10 +55,11 @@ std::string conv_direct_kernel_name(const DirectConvParams& p, Isa isa);
 // broadcast input value with a weight vector, all C_in·k² taps of a pixel in one register, the
 // output written once through 16×16 transposes. f32_conv_direct takes it whenever
 // avx512_enabled(), isa is kAvx2 and C_in <= 16 (direct_conv_c16); one call computes output
-// channels [co0, co0 + 16) ∩ [0, out_channels) and output rows [oh0, oh1).
+// channels [co_begin, co_end) (in blocks of 16 from co_begin, over one padded copy of the input
+// band) and output rows [oh0, oh1).
 bool direct_conv_c16(const DirectConvParams& p, Isa isa);
-void f32_conv_direct_c16__avx512(const DirectConvParams& p, int64_t co0, int64_t oh0, int64_t oh1, const float* input,
-                                 const float* weights, const float* bias, const float* residual, const Activation& act,
-                                 float* output);
+void f32_conv_direct_c16__avx512(const DirectConvParams& p, int64_t co_begin, int64_t co_end, int64_t oh0, int64_t oh1,
+                                 const float* input, const float* weights, const float* bias, const float* residual,
+                                 const Activation& act, float* output);
 
 }  // namespace xnn::kernels
