@@ -444,6 +444,18 @@ TEST(SessionPlan, NestedConcatsAndViewsOfSlicesShareOneBuffer) {
   EXPECT_EQ(m.aliased_tensors, 2);  // the two Reshapes stay views
 }
 
+TEST(SessionPlan, AViewOfAGraphInputBecomesACopyIntoItsSlice) {
+  // Reshape(x) would be a run-time view of the caller's input; planned as a Concat slice, the
+  // Reshape runs as a copy into the slice instead.
+  Builder b;
+  const int x = b.input("x", {1, 8, 8, 8});
+  const int same = b.node("Reshape", {x, b.constant("s4", Tensor::from_vector<int64_t>({1, 8, 8, 8}, {4}))});
+  const int cat = b.node("Concat", {same, conv(b, x, 8, 8, 3, 1)}, {{"axis", int64_t{1}}});
+  const MemoryStats m =
+      expect_planned_matches_reference(b.done({b.node("Relu", {cat})}), random_tensor({1, 8, 8, 8}, 7));
+  EXPECT_EQ(m.sliced_concats, 1);
+}
+
 TEST(SessionPlan, ConcatsThatCannotBeSlicedAreCopied) {
   const Tensor in = random_tensor({1, 8, 8, 8}, 6);
   auto expect_copied = [&](std::shared_ptr<Model> model, const char* what) {
