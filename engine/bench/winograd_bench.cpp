@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/kernels/gemm.h"
+#include "engine/kernels/im2col.h"
 #include "engine/kernels/winograd.h"
 
 namespace xnn::kernels {
@@ -124,6 +125,37 @@ void BM_WinogradBaseline_Im2colGemm(benchmark::State& state, Isa isa, bool cold 
   state.SetLabel(gemm_kernel_name(isa));
 }
 
+// The same im2col + GEMM as the session runs it on AVX-512 CPUs: the columns gathered straight
+// into the zmm GEMM's 16-wide B panels (f32_im2col_panels16__avx512 + f32_gemm_packed_b), no
+// row-major column matrix and no packing per call. Compare with WinogradBaseline_Im2colGemm/avx2.
+void BM_Im2colPanelsGemm(benchmark::State& state, bool cold = false) {
+  if (!isa_supported(Isa::kAvx2) || !avx512_enabled()) {
+    state.SkipWithError("AVX-512 not supported");
+    return;
+  }
+  Layer layer(state);
+  const int64_t ch = layer.ch, s = layer.size, k = ch * 9, n = s * s;
+  const PackedA a(ch, k, MatrixRef{layer.weights.data(), k, 1}, Isa::kAvx2, F32GemmKernels::kAvx512);
+  std::vector<float> panels(static_cast<size_t>(k * ((n + 15) / 16 * 16)));
+  Im2colGeometry g;
+  g.channels = ch, g.in_h = g.in_w = g.out_h = g.out_w = s, g.kernel_h = g.kernel_w = 3, g.pad_t = g.pad_l = 1;
+  GemmEpilogue ep;
+  ep.bias = layer.bias.data();
+  ep.act = Activation::relu();
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      evict_caches();
+      state.ResumeTiming();
+    }
+    f32_im2col_panels16__avx512(g, layer.input.data(), 0, n, panels.data());
+    f32_gemm_packed_b(a, n, panels.data(), layer.output.data(), n, ep, nullptr);
+    benchmark::ClobberMemory();
+  }
+  set_rate(state, layer);
+  state.SetLabel(a.kernel_name());
+}
+
 void resnet_layers(benchmark::internal::Benchmark* b) {
   b->ArgNames({"ch", "hw"});
   for (int64_t ch : {64, 128, 256, 512}) b->Args({ch, 56 * 64 / ch});
@@ -153,10 +185,12 @@ BENCHMARK_CAPTURE(BM_Winograd, f43_scalar, WinogradTile::kF43, Isa::kScalar)->Ap
 BENCHMARK_CAPTURE(BM_Winograd, f63_scalar, WinogradTile::kF63, Isa::kScalar)->Apply(resnet_layers);
 BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, avx2, Isa::kAvx2)->Apply(resnet_layers);
 BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, scalar, Isa::kScalar)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_Im2colPanelsGemm, avx512, false)->Apply(resnet_layers);
 
 BENCHMARK_CAPTURE(BM_Winograd, cold_f43_avx2, WinogradTile::kF43, Isa::kAvx2, true)->Apply(resnet_layers);
 BENCHMARK_CAPTURE(BM_Winograd, cold_f63_avx2, WinogradTile::kF63, Isa::kAvx2, true)->Apply(resnet_layers);
 BENCHMARK_CAPTURE(BM_WinogradBaseline_Im2colGemm, cold_avx2, Isa::kAvx2, true)->Apply(resnet_layers);
+BENCHMARK_CAPTURE(BM_Im2colPanelsGemm, cold_avx512, true)->Apply(resnet_layers);
 
 BENCHMARK_CAPTURE(BM_Winograd, rule_cold_f43_avx2, WinogradTile::kF43, Isa::kAvx2, true)->Apply(even_tiles);
 BENCHMARK_CAPTURE(BM_Winograd, rule_cold_f63_avx2, WinogradTile::kF63, Isa::kAvx2, true)->Apply(even_tiles);
