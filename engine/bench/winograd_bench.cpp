@@ -11,6 +11,7 @@
 //   build-wino/engine/xnn_kernel_bench --benchmark_filter=Winograd --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -125,9 +126,10 @@ void BM_WinogradBaseline_Im2colGemm(benchmark::State& state, Isa isa, bool cold 
   state.SetLabel(gemm_kernel_name(isa));
 }
 
-// The same im2col + GEMM as the session runs it on AVX-512 CPUs: the columns gathered straight
-// into the zmm GEMM's 16-wide B panels (f32_im2col_panels16__avx512 + f32_gemm_packed_b), no
-// row-major column matrix and no packing per call. Compare with WinogradBaseline_Im2colGemm/avx2.
+// The im2col + GEMM as the session runs it on AVX-512 CPUs (conv_cpu.cpp): blocks of columns
+// sized so a block's panels stay in L2, each gathered straight into the zmm GEMM's 16-wide B
+// panels (f32_im2col_panels16__avx512 + f32_gemm_packed_b), no row-major column matrix and no
+// packing per call. WinogradBaseline_Im2colGemm/avx2 builds the whole column matrix instead.
 void BM_Im2colPanelsGemm(benchmark::State& state, bool cold = false) {
   if (!isa_supported(Isa::kAvx2) || !avx512_enabled()) {
     state.SkipWithError("AVX-512 not supported");
@@ -136,7 +138,9 @@ void BM_Im2colPanelsGemm(benchmark::State& state, bool cold = false) {
   Layer layer(state);
   const int64_t ch = layer.ch, s = layer.size, k = ch * 9, n = s * s;
   const PackedA a(ch, k, MatrixRef{layer.weights.data(), k, 1}, Isa::kAvx2, F32GemmKernels::kAvx512);
-  std::vector<float> panels(static_cast<size_t>(k * ((n + 15) / 16 * 16)));
+  // The session's block width: ~96 KB of columns, 64..1024 of them, a multiple of 16.
+  const int64_t nb = std::min(n, std::clamp<int64_t>((int64_t{96} << 10) / k, 64, 1024) / 16 * 16);
+  std::vector<float> panels(static_cast<size_t>(k * ((nb + 15) / 16 * 16)));
   Im2colGeometry g;
   g.channels = ch, g.in_h = g.in_w = g.out_h = g.out_w = s, g.kernel_h = g.kernel_w = 3, g.pad_t = g.pad_l = 1;
   GemmEpilogue ep;
@@ -148,8 +152,11 @@ void BM_Im2colPanelsGemm(benchmark::State& state, bool cold = false) {
       evict_caches();
       state.ResumeTiming();
     }
-    f32_im2col_panels16__avx512(g, layer.input.data(), 0, n, panels.data());
-    f32_gemm_packed_b(a, n, panels.data(), layer.output.data(), n, ep, nullptr);
+    for (int64_t c0 = 0; c0 < n; c0 += nb) {
+      const int64_t cols = std::min(nb, n - c0);
+      f32_im2col_panels16__avx512(g, layer.input.data(), c0, cols, panels.data());
+      f32_gemm_packed_b(a, cols, panels.data(), layer.output.data() + c0, n, ep, nullptr);
+    }
     benchmark::ClobberMemory();
   }
   set_rate(state, layer);
