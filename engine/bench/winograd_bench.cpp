@@ -53,6 +53,22 @@ void set_rate(benchmark::State& state, const Layer& layer) {
       benchmark::Counter(layer.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Bias + ReLU, the epilogue every benchmark here runs.
+GemmEpilogue bias_relu(const Layer& layer) {
+  GemmEpilogue ep;
+  ep.bias = layer.bias.data();
+  ep.act = Activation::relu();
+  return ep;
+}
+
+// Before a timed iteration of a cold benchmark: evict the caches, untimed.
+void evict_if_cold(benchmark::State& state, bool cold) {
+  if (!cold) return;
+  state.PauseTiming();
+  evict_caches();
+  state.ResumeTiming();
+}
+
 void BM_Winograd(benchmark::State& state, WinogradTile tile, Isa isa, bool cold = false) {
   if (!isa_supported(isa)) {
     state.SkipWithError("ISA not supported");
@@ -62,11 +78,7 @@ void BM_Winograd(benchmark::State& state, WinogradTile tile, Isa isa, bool cold 
   const WinogradConv3x3 conv(layer.ch, layer.ch, layer.weights.data(), tile, isa);
   const ConvEpilogue ep{layer.bias.data(), nullptr, Activation::relu()};
   for (auto _ : state) {
-    if (cold) {
-      state.PauseTiming();
-      evict_caches();
-      state.ResumeTiming();
-    }
+    evict_if_cold(state, cold);
     conv.run(layer.input.data(), layer.size, layer.size, 1, 1, layer.output.data(), layer.size, layer.size, ep,
              nullptr);
     benchmark::ClobberMemory();
@@ -84,15 +96,9 @@ void BM_WinogradBaseline_Im2colGemm(benchmark::State& state, Isa isa, bool cold 
   const int64_t ch = layer.ch, s = layer.size, k = ch * 9, n = s * s;
   const PackedA a(ch, k, MatrixRef{layer.weights.data(), k, 1}, isa);
   std::vector<float> cols(static_cast<size_t>(k * n));
-  GemmEpilogue ep;
-  ep.bias = layer.bias.data();
-  ep.act = Activation::relu();
+  const GemmEpilogue ep = bias_relu(layer);
   for (auto _ : state) {
-    if (cold) {
-      state.PauseTiming();
-      evict_caches();
-      state.ResumeTiming();
-    }
+    evict_if_cold(state, cold);
     for (int64_t c = 0; c < ch; ++c) {
       for (int64_t ky = 0; ky < 3; ++ky) {
         for (int64_t kx = 0; kx < 3; ++kx) {
@@ -143,15 +149,9 @@ void BM_Im2colPanelsGemm(benchmark::State& state, bool cold = false) {
   std::vector<float> panels(static_cast<size_t>(k * ((nb + 15) / 16 * 16)));
   Im2colGeometry g;
   g.channels = ch, g.in_h = g.in_w = g.out_h = g.out_w = s, g.kernel_h = g.kernel_w = 3, g.pad_t = g.pad_l = 1;
-  GemmEpilogue ep;
-  ep.bias = layer.bias.data();
-  ep.act = Activation::relu();
+  const GemmEpilogue ep = bias_relu(layer);
   for (auto _ : state) {
-    if (cold) {
-      state.PauseTiming();
-      evict_caches();
-      state.ResumeTiming();
-    }
+    evict_if_cold(state, cold);
     for (int64_t c0 = 0; c0 < n; c0 += nb) {
       const int64_t cols = std::min(nb, n - c0);
       f32_im2col_panels16__avx512(g, layer.input.data(), c0, cols, panels.data());
