@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "engine/core/error.h"
+#include "engine/kernels/scratch.h"
 
 namespace xnn::kernels {
 
@@ -32,6 +33,21 @@ SparseWeights::SparseWeights(int64_t rows, int64_t cols, const float* w, int64_t
     }
     row_start_.push_back(static_cast<int32_t>(values_.size()));
   }
+  chunks_ = std::max<int64_t>(1, (cols + kMaxChunkCols - 1) / kMaxChunkCols);
+  chunk_cols_ = (cols + chunks_ - 1) / chunks_;
+  if (chunks_ > 1) {
+    // Columns are ascending within a row: one pass per row finds where each chunk starts.
+    chunk_start_.resize(static_cast<size_t>(rows * (chunks_ + 1)));
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t* cs = chunk_start_.data() + r * (chunks_ + 1);
+      int32_t k = row_start_[r];
+      for (int64_t c = 0; c < chunks_; ++c) {
+        cs[c] = k;
+        while (k < row_start_[r + 1] && columns_[k] < (c + 1) * chunk_cols_) ++k;
+      }
+      cs[chunks_] = row_start_[r + 1];
+    }
+  }
 }
 
 double SparseWeights::sparsity() const {
@@ -40,7 +56,7 @@ double SparseWeights::sparsity() const {
 }
 
 size_t SparseWeights::bytes() const {
-  return values_.size() * sizeof(float) + (columns_.size() + row_start_.size()) * sizeof(int32_t);
+  return values_.size() * sizeof(float) + (columns_.size() + row_start_.size() + chunk_start_.size()) * sizeof(int32_t);
 }
 
 // The reference path: plain CSR with column indices, 8 columns at a time (the compiler may
@@ -72,7 +88,7 @@ void f32_spmm_block__scalar(const SparseWeights& w, int64_t r0, int64_t r1, int6
 
 void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
               ThreadPool* pool, Isa isa) {
-  const int64_t rows = w.rows();
+  const int64_t rows = w.rows(), k = w.cols();
   if (rows == 0 || n <= 0) return;
   // Column blocks of up to 256 (a [cols × 256] input block stays in L2); when they are too few
   // to keep every thread busy, output rows are split too.
@@ -85,17 +101,59 @@ void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64
   }
   const int64_t rows_per_block = (rows + row_blocks - 1) / row_blocks;
   const bool avx512 = isa == Isa::kAvx2 && avx512_enabled();
-  parallel_for(pool, col_blocks * row_blocks, [&](int64_t t) {
+  const auto block_range = [&](int64_t t, int64_t& r0, int64_t& r1, int64_t& c0, int64_t& c1) {
     const int64_t cb = t / row_blocks, rb = t % row_blocks;
+    c0 = cb * col_block, c1 = std::min(n, c0 + col_block);
+    r0 = rb * rows_per_block, r1 = std::min(rows, r0 + rows_per_block);
+  };
+  if (isa != Isa::kAvx2) {
+    parallel_for(pool, col_blocks * row_blocks, [&](int64_t t) {
+      int64_t r0, r1, c0, c1;
+      block_range(t, r0, r1, c0, c1);
+      if (r0 < r1) f32_spmm_block__scalar(w, r0, r1, c0, c1, x, y, ldy, ep);
+    });
+    return;
+  }
+  if (row_blocks == 1) {
+    // Each task packs its own column block into its scratch and walks it right away (hot).
+    parallel_for(pool, col_blocks, [&](int64_t cb) {
+      const int64_t c0 = cb * col_block, c1 = std::min(n, c0 + col_block);
+      if (avx512) {
+        f32_spmm_block__avx512(w, 0, rows, c0, c1, x, y, ldy, ep);
+      } else {
+        f32_spmm_block__avx2(w, 0, rows, c0, c1, x, y, ldy, ep);
+      }
+    });
+    return;
+  }
+  // Row-split blocks share their column block's panels: packed once, in the calling thread's
+  // scratch, by all threads over slices of k; then every task walks its rows. (Each task
+  // packing its own copy cost 8 copies of a 7x7x512 panel per call: 2 threads ran 784->300 at
+  // batch 64 no faster than 1.)
+  const int64_t panel = avx512 ? kSpmmPanelAvx512 : kSpmmPanelAvx2;
+  const int64_t block_floats = (col_block + panel - 1) / panel * panel * k;
+  float* panels = thread_scratch_f32(static_cast<size_t>(col_blocks * block_floats), 0);
+  const int64_t k_slice = std::max<int64_t>(32, (k + 2 * threads - 1) / (2 * threads));
+  const int64_t k_slices = (k + k_slice - 1) / k_slice;
+  parallel_for(pool, col_blocks * k_slices, [&](int64_t t) {
+    const int64_t cb = t / k_slices, k0 = t % k_slices * k_slice, k1 = std::min(k, k0 + k_slice);
     const int64_t c0 = cb * col_block, c1 = std::min(n, c0 + col_block);
-    const int64_t r0 = rb * rows_per_block, r1 = std::min(rows, r0 + rows_per_block);
-    if (r0 >= r1) return;
+    float* dst = panels + cb * block_floats;
     if (avx512) {
-      f32_spmm_block__avx512(w, r0, r1, c0, c1, x, y, ldy, ep);
-    } else if (isa == Isa::kAvx2) {
-      f32_spmm_block__avx2(w, r0, r1, c0, c1, x, y, ldy, ep);
+      f32_spmm_pack__avx512(x, w.x_stride(), k, k0, k1, c0, c1, dst);
     } else {
-      f32_spmm_block__scalar(w, r0, r1, c0, c1, x, y, ldy, ep);
+      f32_spmm_pack__avx2(x, w.x_stride(), k, k0, k1, c0, c1, dst);
+    }
+  });
+  parallel_for(pool, col_blocks * row_blocks, [&](int64_t t) {
+    int64_t r0, r1, c0, c1;
+    block_range(t, r0, r1, c0, c1);
+    if (r0 >= r1) return;
+    const float* src = panels + t / row_blocks * block_floats;
+    if (avx512) {
+      f32_spmm_packed__avx512(w, r0, r1, c0, c1, src, y, ldy, ep);
+    } else {
+      f32_spmm_packed__avx2(w, r0, r1, c0, c1, src, y, ldy, ep);
     }
   });
 }

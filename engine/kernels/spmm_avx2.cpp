@@ -6,6 +6,7 @@
 // nonzero), so even and odd nonzeros go to two sets (8 accumulators) that are summed once per
 // row: the loop is then bound by the loads. Column tails (< 32 columns): one pass with 1-4
 // vectors over the zero-padded panel, the last store masked (7×7 = 49 columns: 32 + 17).
+// Deep inputs go chunk by chunk (SparseWeights::chunks(), why: spmm.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -34,27 +35,48 @@ inline __m256 activate(__m256 v, const Activation& act) {
   }
 }
 
-constexpr int64_t kPanel = 32;  // floats per packed input row
+constexpr int64_t kPanel = kSpmmPanelAvx2;  // floats per packed input row
 
 // NV vectors of 8 columns for rows [r0, r1) from a panel (kPanel floats per input row, zero
-// padded), writing Y columns [c, c + width); with kMaskLast the last vector has only `valid`
-// lanes (masked stores: nothing past the block is written).
-template <int NV, bool kMaskLast>
-void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, const float* panel, int64_t c, int64_t valid, float* y,
-               int64_t ldy, const SpmmEpilogue& ep) {
+// padded), the nonzeros of k-chunk `chunk`, writing Y columns [c, c + width); with kMaskLast the
+// last vector has only `valid` lanes (masked loads and stores: nothing past the block is
+// touched). Chunks after the first start from the partial sums in Y; all but the last store
+// partial sums, the last the epilogue.
+template <int NV, bool kMaskLast, bool kFirstChunk, bool kLastChunk>
+void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, const float* panel, int64_t chunk, int64_t c,
+               int64_t valid, float* y, int64_t ldy, const SpmmEpilogue& ep) {
   static_assert(NV * 8 <= kPanel, "a tile reads within one panel row");
   const __m256i mask = kMaskLast ? lane_mask(valid) : _mm256_setzero_si256();
   const auto load = [&](const float* p, int i) { return _mm256_load_ps(p + 8 * i); };
-  const int32_t* start = w.row_start();
-  const float* v = w.values() + start[r0];
-  const int32_t* col = w.columns() + start[r0];
+  const auto masked = [&](int i) { return kMaskLast && i == NV - 1; };
+  const auto load_y = [&](const float* p, int i) {
+    return masked(i) ? _mm256_maskload_ps(p + 8 * i, mask) : _mm256_loadu_ps(p + 8 * i);
+  };
+  const auto store_y = [&](float* p, int i, __m256 v) {
+    if (masked(i)) {
+      _mm256_maskstore_ps(p + 8 * i, mask, v);
+    } else {
+      _mm256_storeu_ps(p + 8 * i, v);
+    }
+  };
   const bool in_register = act_in_register(ep.act.kind);
   const int64_t width = kMaskLast ? 8 * (NV - 1) + valid : 8 * NV;
+  // One chunk: a row's nonzeros follow the previous row's (no per-row offsets to load).
+  const float* v = w.values() + w.row_start()[r0];
+  const int32_t* col = w.columns() + w.row_start()[r0];
   for (int64_t r = r0; r < r1; ++r) {
+    const int32_t* cs = w.chunk_start(r);
+    if constexpr (!(kFirstChunk && kLastChunk)) v = w.values() + cs[chunk], col = w.columns() + cs[chunk];
+    float* yr = y + r * ldy + c;
     __m256 a0[NV], a1[NV];
-    const __m256 b = _mm256_set1_ps(ep.bias ? ep.bias[r] : 0.0f);
-    for (int i = 0; i < NV; ++i) a0[i] = b, a1[i] = _mm256_setzero_ps();
-    int32_t cnt = start[r + 1] - start[r];
+    if (kFirstChunk) {
+      const __m256 b = _mm256_set1_ps(ep.bias ? ep.bias[r] : 0.0f);
+      for (int i = 0; i < NV; ++i) a0[i] = b;
+    } else {
+      for (int i = 0; i < NV; ++i) a0[i] = load_y(yr, i);
+    }
+    for (int i = 0; i < NV; ++i) a1[i] = _mm256_setzero_ps();
+    int32_t cnt = cs[chunk + 1] - cs[chunk];
     for (; cnt >= 2; cnt -= 2) {
       const __m256 w0 = _mm256_broadcast_ss(v);
       const float* p0 = panel + int64_t{col[0]} * kPanel;
@@ -70,37 +92,43 @@ void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, const float* pane
       for (int i = 0; i < NV; ++i) a0[i] = _mm256_fmadd_ps(w0, load(p0, i), a0[i]);
       ++v, ++col;
     }
-    float* yr = y + r * ldy + c;
+    if (!kLastChunk) {
+      for (int i = 0; i < NV; ++i) store_y(yr, i, _mm256_add_ps(a0[i], a1[i]));
+      continue;
+    }
     const float* res = ep.residual ? ep.residual + r * ep.ldr + c : nullptr;
     for (int i = 0; i < NV; ++i) {
-      const bool masked = kMaskLast && i == NV - 1;
       __m256 acc = _mm256_add_ps(a0[i], a1[i]);
-      if (res) acc = _mm256_add_ps(acc, masked ? _mm256_maskload_ps(res + 8 * i, mask) : _mm256_loadu_ps(res + 8 * i));
+      if (res) acc = _mm256_add_ps(acc, load_y(res, i));
       if (in_register) acc = activate(acc, ep.act);
-      if (masked) {
-        _mm256_maskstore_ps(yr + 8 * i, mask, acc);
-      } else {
-        _mm256_storeu_ps(yr + 8 * i, acc);
-      }
+      store_y(yr, i, acc);
     }
     if (!in_register) apply_activation(yr, width, ep.act, Isa::kAvx2);
   }
 }
 
+template <int NV, bool kMaskLast>
+void run_chunk(const SparseWeights& w, int64_t r0, int64_t r1, const float* panel, int64_t chunk, int64_t c,
+               int64_t valid, float* y, int64_t ldy, const SpmmEpilogue& ep) {
+  const bool first = chunk == 0, last = chunk == w.chunks() - 1;
+  if (first && last) spmm_tile<NV, kMaskLast, true, true>(w, r0, r1, panel, chunk, c, valid, y, ldy, ep);
+  else if (first) spmm_tile<NV, kMaskLast, true, false>(w, r0, r1, panel, chunk, c, valid, y, ldy, ep);
+  else if (last) spmm_tile<NV, kMaskLast, false, true>(w, r0, r1, panel, chunk, c, valid, y, ldy, ep);
+  else spmm_tile<NV, kMaskLast, false, false>(w, r0, r1, panel, chunk, c, valid, y, ldy, ep);
+}
+
 }  // namespace
 
-void f32_spmm_block__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
-                          float* y, int64_t ldy, const SpmmEpilogue& ep) {
-  // Copy X[:, c0:c1] into panels of 32 columns, [tile][k][32], zero-padded. In place, the input
-  // rows a tile reads are a whole row of X apart: 3-12 KB for 28x28-56x56 maps, so every
-  // nonzero lands on another page and the walk waits on TLB misses; 196 B for 7x7 maps, so most
-  // reads straddle three cache lines and the tail needs masked loads. A panel row is 128 B,
-  // aligned, and a tile's panel (k x 128 B) stays in L1/L2. The copy is read back
-  // rows x density times. Measured on Zen 4: 1.3-1.45x faster at 80% zeros for 7x7-28x28 maps.
-  const int64_t n = c1 - c0, k = w.cols(), stride = w.x_stride();
-  const int64_t tiles = (n + kPanel - 1) / kPanel;
-  float* panels = thread_scratch_f32(static_cast<size_t>(tiles * k * kPanel), 0);
-  for (int64_t kk = 0; kk < k; ++kk) {
+// Copy X[:, c0:c1] into panels of 32 columns, [tile][k][32], zero-padded. In place, the input
+// rows a tile reads are a whole row of X apart: 3-12 KB for 28x28-56x56 maps, so every
+// nonzero lands on another page and the walk waits on TLB misses; 196 B for 7x7 maps, so most
+// reads straddle three cache lines and the tail needs masked loads. A panel row is 128 B,
+// aligned, and a tile's panel (k x 128 B) stays in L1/L2. The copy is read back
+// rows x density times. Measured on Zen 4: 1.3-1.45x faster at 80% zeros for 7x7-28x28 maps.
+void f32_spmm_pack__avx2(const float* x, int64_t stride, int64_t k, int64_t k0, int64_t k1, int64_t c0, int64_t c1,
+                         float* panels) {
+  const int64_t n = c1 - c0, tiles = (n + kPanel - 1) / kPanel;
+  for (int64_t kk = k0; kk < k1; ++kk) {
     const float* src = x + kk * stride + c0;
     for (int64_t t = 0; t < tiles; ++t) {
       float* dst = panels + (t * k + kk) * kPanel;
@@ -112,18 +140,33 @@ void f32_spmm_block__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_
       }
     }
   }
+}
+
+void f32_spmm_packed__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* panels,
+                           float* y, int64_t ldy, const SpmmEpilogue& ep) {
+  const int64_t n = c1 - c0, k = w.cols(), tiles = (n + kPanel - 1) / kPanel;
   for (int64_t t = 0; t < tiles; ++t) {
     const float* panel = panels + t * k * kPanel;
     const int64_t c = c0 + t * kPanel, cols = std::min(kPanel, n - t * kPanel);
     const int64_t valid = cols % 8 ? cols % 8 : 8;
     const bool mask = cols % 8 != 0;
-    switch ((cols + 7) / 8) {
-      case 1: mask ? spmm_tile<1, true>(w, r0, r1, panel, c, valid, y, ldy, ep) : spmm_tile<1, false>(w, r0, r1, panel, c, 8, y, ldy, ep); break;
-      case 2: mask ? spmm_tile<2, true>(w, r0, r1, panel, c, valid, y, ldy, ep) : spmm_tile<2, false>(w, r0, r1, panel, c, 8, y, ldy, ep); break;
-      case 3: mask ? spmm_tile<3, true>(w, r0, r1, panel, c, valid, y, ldy, ep) : spmm_tile<3, false>(w, r0, r1, panel, c, 8, y, ldy, ep); break;
-      default: mask ? spmm_tile<4, true>(w, r0, r1, panel, c, valid, y, ldy, ep) : spmm_tile<4, false>(w, r0, r1, panel, c, 8, y, ldy, ep); break;
+    for (int64_t chunk = 0; chunk < w.chunks(); ++chunk) {
+      switch ((cols + 7) / 8) {
+        case 1: mask ? run_chunk<1, true>(w, r0, r1, panel, chunk, c, valid, y, ldy, ep) : run_chunk<1, false>(w, r0, r1, panel, chunk, c, 8, y, ldy, ep); break;
+        case 2: mask ? run_chunk<2, true>(w, r0, r1, panel, chunk, c, valid, y, ldy, ep) : run_chunk<2, false>(w, r0, r1, panel, chunk, c, 8, y, ldy, ep); break;
+        case 3: mask ? run_chunk<3, true>(w, r0, r1, panel, chunk, c, valid, y, ldy, ep) : run_chunk<3, false>(w, r0, r1, panel, chunk, c, 8, y, ldy, ep); break;
+        default: mask ? run_chunk<4, true>(w, r0, r1, panel, chunk, c, valid, y, ldy, ep) : run_chunk<4, false>(w, r0, r1, panel, chunk, c, 8, y, ldy, ep); break;
+      }
     }
   }
+}
+
+void f32_spmm_block__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
+                          float* y, int64_t ldy, const SpmmEpilogue& ep) {
+  const int64_t k = w.cols(), tiles = (c1 - c0 + kPanel - 1) / kPanel;
+  float* panels = thread_scratch_f32(static_cast<size_t>(tiles * k * kPanel), 0);
+  f32_spmm_pack__avx2(x, w.x_stride(), k, 0, k, c0, c1, panels);
+  f32_spmm_packed__avx2(w, r0, r1, c0, c1, panels, y, ldy, ep);
 }
 
 // 8 nonzeros of a row per step: their column indices drive one gather of x; two accumulators

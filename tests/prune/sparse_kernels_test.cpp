@@ -96,6 +96,106 @@ TEST(SparseWeights, CsrLayout) {
   EXPECT_NEAR(zero_fraction(w.data(), 12), 0.75, 1e-12);
 }
 
+// Deep rows are split into k-chunks of equal width (at most kMaxChunkCols); chunk_start marks
+// where each chunk's nonzeros begin in every row, empty chunks included.
+TEST(SparseWeights, ChunksSplitEveryRowByColumn) {
+  std::mt19937 rng(5);
+  for (const int64_t cols : std::vector<int64_t>{1, 128, SparseWeights::kMaxChunkCols, SparseWeights::kMaxChunkCols + 1, 512, 784}) {
+    const int64_t rows = 7;
+    std::vector<float> w = sparse_random(rows * cols, 0.8, rng);
+    for (int64_t c = 0; c < cols; ++c) w[3 * cols + c] = 0.0f;  // an empty row
+    const SparseWeights s(rows, cols, w.data(), cols, 1);
+    const int64_t chunks = (cols + SparseWeights::kMaxChunkCols - 1) / SparseWeights::kMaxChunkCols;
+    ASSERT_EQ(s.chunks(), chunks) << cols;
+    EXPECT_EQ(s.chunk_cols(), (cols + chunks - 1) / chunks) << cols;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t* cs = s.chunk_start(r);
+      EXPECT_EQ(cs[0], s.row_start()[r]);
+      EXPECT_EQ(cs[chunks], s.row_start()[r + 1]);
+      for (int64_t c = 0; c < chunks; ++c) {
+        for (int32_t k = cs[c]; k < cs[c + 1]; ++k) {
+          EXPECT_GE(s.columns()[k], c * s.chunk_cols()) << cols << " row " << r << " chunk " << c;
+          EXPECT_LT(s.columns()[k], (c + 1) * s.chunk_cols()) << cols << " row " << r << " chunk " << c;
+        }
+      }
+    }
+    const size_t offsets = static_cast<size_t>(rows + 1 + (chunks > 1 ? rows * (chunks + 1) : 0));
+    EXPECT_EQ(s.bytes(), static_cast<size_t>(s.nnz()) * 8 + offsets * sizeof(int32_t)) << cols;
+  }
+}
+
+// Between k-chunks the kernels keep partial sums in Y: with a row stride wider than n, the
+// columns past n are never read or written, and every chunk count gives the reference.
+TEST(Spmm, ChunkedWalkTouchesOnlyItsColumns) {
+  std::mt19937 rng(17);
+  for (const int64_t cols : {100, 300, 600}) {
+    for (const int64_t n : {1, 17, 49, 64, 70}) {
+      const int64_t rows = 21, ldy = n + 5;
+      const std::vector<float> w = sparse_random(rows * cols, 0.8, rng), x = sparse_random(cols * n, 0.0, rng);
+      const std::vector<float> bias = sparse_random(rows, 0.0, rng);
+      const SparseWeights sw(rows, cols, w.data(), cols, n);
+      SpmmEpilogue ep;
+      ep.bias = bias.data();
+      ep.act = Activation::relu();
+      for (Isa isa : isas()) {
+        std::vector<float> y(static_cast<size_t>(rows * ldy), 7.0f);
+        f32_spmm(sw, n, x.data(), y.data(), ldy, ep, nullptr, isa);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < ldy; ++j) {
+            if (j >= n) {
+              ASSERT_EQ(y[r * ldy + j], 7.0f) << isa_name(isa) << " cols " << cols << " n " << n << " row " << r;
+              continue;
+            }
+            double acc = bias[r];
+            for (int64_t k = 0; k < cols; ++k) acc += double{w[r * cols + k]} * x[k * n + j];
+            ASSERT_NEAR(y[r * ldy + j], std::max(acc, 0.0), 1e-4 * (1 + std::fabs(acc)))
+                << isa_name(isa) << " cols " << cols << " n " << n << " row " << r << " col " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Threads that split a column block's rows share its panels: packed in k-slices by several
+// tasks, then walked block by block. Bit for bit what one thread's block call returns.
+TEST(Spmm, SharedPanelsPackedInSlicesMatchOneThreadsBlock) {
+  if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "needs AVX2";
+  std::mt19937 rng(23);
+  for (const int64_t cols : {40, 300, 784}) {
+    for (const int64_t n : {7, 49, 64, 100}) {
+      const int64_t rows = 37, stride = n + 3;
+      const std::vector<float> w = sparse_random(rows * cols, 0.8, rng), x = sparse_random(cols * stride, 0.0, rng);
+      const std::vector<float> bias = sparse_random(rows, 0.0, rng), res = sparse_random(rows * n, 0.0, rng);
+      const SparseWeights sw(rows, cols, w.data(), cols, stride);
+      SpmmEpilogue ep;
+      ep.bias = bias.data();
+      ep.residual = res.data();
+      ep.ldr = n;
+      ep.act = Activation::relu();
+      for (const bool avx512 : {false, true}) {
+        if (avx512 && !avx512_enabled()) continue;
+        const int64_t panel = avx512 ? kSpmmPanelAvx512 : kSpmmPanelAvx2;
+        std::vector<float> want(static_cast<size_t>(rows * n)), got(want.size(), std::nanf(""));
+        (avx512 ? f32_spmm_block__avx512 : f32_spmm_block__avx2)(sw, 0, rows, 0, n, x.data(), want.data(), n, ep);
+        std::vector<float> panels(static_cast<size_t>((n + panel - 1) / panel * panel * cols + 16));
+        float* aligned = panels.data();
+        while (reinterpret_cast<uintptr_t>(aligned) % 64) ++aligned;
+        for (const int64_t k0 : {int64_t{32}, int64_t{0}}) {  // slices in either order
+          const int64_t k1 = k0 == 0 ? std::min<int64_t>(32, cols) : cols;
+          if (k0 >= k1) continue;
+          (avx512 ? f32_spmm_pack__avx512 : f32_spmm_pack__avx2)(x.data(), stride, cols, k0, k1, 0, n, aligned);
+        }
+        for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+          (avx512 ? f32_spmm_packed__avx512 : f32_spmm_packed__avx2)(sw, r0, std::min(rows, r0 + 8), 0, n, aligned,
+                                                                      got.data(), n, ep);
+        }
+        EXPECT_EQ(got, want) << (avx512 ? "avx512" : "avx2") << " cols " << cols << " n " << n;
+      }
+    }
+  }
+}
+
 // Deep inputs (129-828 columns: packed panels beyond L1), every column tail; check_spmm also
 // holds the AVX-512 kernel equal to the AVX2 one bit for bit.
 TEST(Spmm, DeepInputsMatchDenseReference) {
