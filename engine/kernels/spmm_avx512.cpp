@@ -57,6 +57,17 @@ void spmm_tile(const SparseWeights& w, int64_t r0, int64_t r1, const float* pane
     }
     for (int i = 0; i < NV; ++i) a1[i] = _mm512_setzero_ps();
     int32_t cnt = cs[chunk + 1] - cs[chunk];
+    for (; cnt >= 4; cnt -= 4) {  // unrolled: the same order as pairs; ~7% faster on 7x7 512->512
+      for (int j = 0; j < 4; j += 2) {
+        const __m512 w0 = _mm512_set1_ps(v[j]);
+        const float* p0 = panel + int64_t{col[j]} * kPanel;
+        for (int i = 0; i < NV; ++i) a0[i] = _mm512_fmadd_ps(w0, _mm512_load_ps(p0 + 16 * i), a0[i]);
+        const __m512 w1 = _mm512_set1_ps(v[j + 1]);
+        const float* p1 = panel + int64_t{col[j + 1]} * kPanel;
+        for (int i = 0; i < NV; ++i) a1[i] = _mm512_fmadd_ps(w1, _mm512_load_ps(p1 + 16 * i), a1[i]);
+      }
+      v += 4, col += 4;
+    }
     for (; cnt >= 2; cnt -= 2) {
       const __m512 w0 = _mm512_set1_ps(v[0]);
       const float* p0 = panel + int64_t{col[0]} * kPanel;
