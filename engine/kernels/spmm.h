@@ -9,9 +9,11 @@
 // n columns (spatial positions), not over the weights. For a tile of 32 columns and one output
 // row, walk the row's nonzeros: broadcast the weight, FMA it with 32 contiguous floats of the
 // input row it multiplies; every output row costs exactly its nonzeros, so the work scales with
-// density. Each thread first copies its block of X (up to 256 columns) into panels of 32
-// columns, so the input rows a tile reads are 128 B apart, aligned, and zero-padded: read in
-// place they would be a whole row of X apart (a page per nonzero on 56x56 maps).
+// density. A block of X (up to 256 columns) is first copied into panels of 32 (AVX2) or 64
+// (AVX-512) columns, so the input rows a tile reads are 128/256 B apart, aligned, and
+// zero-padded: read in place they would be a whole row of X apart (a page per nonzero on 56x56
+// maps). A thread that owns a whole column block packs it itself; threads that split a block's
+// rows share one copy, packed by all of them over slices of k.
 // Deep inputs are walked in k-chunks (SparseWeights::chunk_cols() input rows, at most 192): a
 // 7x7 512->512 layer's packed panel is 128 KB, so most nonzeros' 256-byte reads came from L2;
 // one chunk of it stays in L1 while all output rows take their nonzeros in it, the partial sums
