@@ -86,6 +86,30 @@ void f32_spmm_block__scalar(const SparseWeights& w, int64_t r0, int64_t r1, int6
   }
 }
 
+namespace {
+
+// One thread's block: its columns packed into its own scratch, then walked.
+template <typename Pack, typename Packed>
+void spmm_block(Pack pack, Packed packed, int64_t panel, const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0,
+                int64_t c1, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep) {
+  const int64_t k = w.cols(), tiles = (c1 - c0 + panel - 1) / panel;
+  float* panels = thread_scratch_f32(static_cast<size_t>(tiles * k * panel), 0);
+  pack(x, w.x_stride(), k, 0, k, c0, c1, panels);
+  packed(w, r0, r1, c0, c1, panels, y, ldy, ep);
+}
+
+}  // namespace
+
+void f32_spmm_block__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
+                          float* y, int64_t ldy, const SpmmEpilogue& ep) {
+  spmm_block(f32_spmm_pack__avx2, f32_spmm_packed__avx2, kSpmmPanelAvx2, w, r0, r1, c0, c1, x, y, ldy, ep);
+}
+
+void f32_spmm_block__avx512(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
+                            float* y, int64_t ldy, const SpmmEpilogue& ep) {
+  spmm_block(f32_spmm_pack__avx512, f32_spmm_packed__avx512, kSpmmPanelAvx512, w, r0, r1, c0, c1, x, y, ldy, ep);
+}
+
 void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
               ThreadPool* pool, Isa isa) {
   const int64_t rows = w.rows(), k = w.cols();

@@ -13,7 +13,6 @@
 #include <cstdint>
 
 #include "engine/kernels/avx2_reduce.h"
-#include "engine/kernels/scratch.h"
 #include "engine/kernels/spmm.h"
 
 namespace xnn::kernels {
@@ -170,14 +169,6 @@ void f32_spmm_packed__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64
       }
     }
   }
-}
-
-void f32_spmm_block__avx2(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
-                          float* y, int64_t ldy, const SpmmEpilogue& ep) {
-  const int64_t k = w.cols(), tiles = (c1 - c0 + kPanel - 1) / kPanel;
-  float* panels = thread_scratch_f32(static_cast<size_t>(tiles * k * kPanel), 0);
-  f32_spmm_pack__avx2(x, w.x_stride(), k, 0, k, c0, c1, panels);
-  f32_spmm_packed__avx2(w, r0, r1, c0, c1, panels, y, ldy, ep);
 }
 
 // 8 nonzeros of a row per step: their column indices drive one gather of x; two accumulators

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/kernels/scratch.h"
 #include "engine/kernels/spmm.h"
 
 namespace xnn::kernels {
@@ -143,15 +142,6 @@ void f32_spmm_packed__avx512(const SparseWeights& w, int64_t r0, int64_t r1, int
       }
     }
   }
-}
-
-void f32_spmm_block__avx512(const SparseWeights& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float* x,
-                            float* y, int64_t ldy, const SpmmEpilogue& ep) {
-  // X[:, c0:c1] into panels of 64 columns, [tile][k][64], zero-padded (why: spmm_avx2.cpp).
-  const int64_t k = w.cols(), tiles = (c1 - c0 + kPanel - 1) / kPanel;
-  float* panels = thread_scratch_f32(static_cast<size_t>(tiles * k * kPanel), 0);
-  f32_spmm_pack__avx512(x, w.x_stride(), k, 0, k, c0, c1, panels);
-  f32_spmm_packed__avx512(w, r0, r1, c0, c1, panels, y, ldy, ep);
 }
 
 }  // namespace xnn::kernels
