@@ -144,8 +144,7 @@ void BM_Im2colPanelsGemm(benchmark::State& state, bool cold = false) {
   Layer layer(state);
   const int64_t ch = layer.ch, s = layer.size, k = ch * 9, n = s * s;
   const PackedA a(ch, k, MatrixRef{layer.weights.data(), k, 1}, Isa::kAvx2, F32GemmKernels::kAvx512);
-  // The session's block width: ~96 KB of columns, 64..1024 of them, a multiple of 16.
-  const int64_t nb = std::min(n, std::clamp<int64_t>((int64_t{96} << 10) / k, 64, 1024) / 16 * 16);
+  const int64_t nb = im2col_block_columns(k, n);  // the session's block width
   std::vector<float> panels(static_cast<size_t>(k * ((nb + 15) / 16 * 16)));
   Im2colGeometry g;
   g.channels = ch, g.in_h = g.in_w = g.out_h = g.out_w = s, g.kernel_h = g.kernel_w = 3, g.pad_t = g.pad_l = 1;

@@ -1,6 +1,13 @@
 #include "engine/kernels/im2col.h"
 
+#include <algorithm>
+
 namespace xnn::kernels {
+
+int64_t im2col_block_columns(int64_t k, int64_t n) {
+  const int64_t nb = std::clamp<int64_t>((int64_t{96} << 10) / std::max<int64_t>(k, 1), 64, 1024) / 16 * 16;
+  return std::min(nb, n);
+}
 
 void f32_im2col_panels__scalar(const Im2colGeometry& g, const float* input, int64_t p0, int64_t count, int64_t nr,
                                float* panels) {

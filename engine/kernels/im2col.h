@@ -16,6 +16,10 @@ struct Im2colGeometry {
   int64_t depth() const { return channels * kernel_h * kernel_w; }  // K, the rows of a panel
 };
 
+// Output positions per im2col block for a column depth k: ~96 Ki floats (384 KB) of columns, so
+// a block stays in L2 while the GEMM reads it; 64..1024 of them, a multiple of 16; at most n.
+int64_t im2col_block_columns(int64_t k, int64_t n);
+
 // Positions [p0, p0 + count) into ceil(count / nr) panels of depth() rows × nr floats at
 // `panels` (panel j at panels + j·depth()·nr). Lanes past `count` in the last panel are 0.
 void f32_im2col_panels__scalar(const Im2colGeometry& g, const float* input, int64_t p0, int64_t count, int64_t nr,

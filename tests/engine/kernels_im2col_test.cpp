@@ -70,4 +70,25 @@ TEST(Im2colPanels, ScalarMatchesTheDefinitionAndAvx512MatchesScalar) {
 }
 
 }  // namespace
+// Column blocks: a multiple of 16 between 64 and 1024 positions, ~96 Ki floats (384 KB) of
+// columns, never more than the image has.
+TEST(Im2colBlockColumns, SizedForL2AndClampedToTheImage) {
+  EXPECT_EQ(im2col_block_columns(27, 12544), 1024);   // 3x3x3 stem: the 1024 ceiling
+  EXPECT_EQ(im2col_block_columns(200, 12544), 480);   // 98304 / 200 = 491 -> 480
+  EXPECT_EQ(im2col_block_columns(4608, 49), 49);      // 512x3x3 at 7x7: 64 > 49 positions
+  EXPECT_EQ(im2col_block_columns(4608, 3136), 64);    // deep: the 64-column floor
+  EXPECT_EQ(im2col_block_columns(1, 100000), 1024);   // shallow: the 1024 ceiling
+  EXPECT_EQ(im2col_block_columns(0, 500), 500);
+  for (int64_t k = 1; k < 5000; k += 37) {
+    const int64_t nb = im2col_block_columns(k, 1 << 20);
+    EXPECT_EQ(nb % 16, 0) << k;
+    EXPECT_GE(nb, 64) << k;
+    EXPECT_LE(nb, 1024) << k;
+    if (nb > 64 && nb < 1024) {
+      EXPECT_LE(nb * k, 96 << 10) << k;
+      EXPECT_GT((nb + 16) * k, 96 << 10) << k;
+    }
+  }
+}
+
 }  // namespace xnn::kernels

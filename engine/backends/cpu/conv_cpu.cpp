@@ -154,8 +154,7 @@ class ConvKernel final : public CpuKernel {
   // run in turn and the GEMM itself is parallel.
   void im2col_gemm(int64_t g, const float* xg, float* yb, const float* zb, ThreadPool* pool) const {
     const int64_t k = s_.cin_g() * s_.kh * s_.kw, n = s_.oh * s_.ow;
-    int64_t nb = std::clamp<int64_t>((int64_t{96} << 10) / std::max<int64_t>(k, 1), 64, 1024) / 16 * 16;
-    nb = std::min(nb, n);
+    const int64_t nb = kernels::im2col_block_columns(k, n);
     const int64_t blocks = (n + nb - 1) / nb;
     const int threads = pool ? pool->threads() : 1;
     const bool by_block = blocks >= 2 * threads;
