@@ -68,11 +68,12 @@ void BM_sparse_conv1x1(benchmark::State& state) {
   const Floats w = weights(cout * cin, zeros, 1), x = weights(cin * hw, 0.0, 2), b = weights(cout, 0.0, 3);
   Floats y(static_cast<size_t>(cout * hw));
   const SparseWeights sw(cout, cin, w.data(), cin, hw);
+  const auto tail = spmm_sliced_tail_form(cout, cin, w.data(), cin, hw, best_isa());  // as the backend
   SpmmEpilogue ep;
   ep.bias = b.data();
   ep.act = Activation::relu();
   for (auto _ : state) {
-    f32_spmm(sw, hw, x.data(), y.data(), hw, ep, nullptr, best_isa());
+    f32_spmm(sw, hw, x.data(), y.data(), hw, ep, nullptr, best_isa(), tail ? &*tail : nullptr);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -106,6 +107,7 @@ void BM_sparse_linear(benchmark::State& state) {
   const Floats w = weights(n * k, zeros, 1), x = weights(m * k, 0.0, 2), b = weights(n, 0.0, 3);
   Floats y(static_cast<size_t>(m * n)), yt(static_cast<size_t>(m * n)), xt(static_cast<size_t>(m * k));
   const SparseWeights sw(n, k, w.data(), k, m);
+  const auto tail = m > 1 ? spmm_sliced_tail_form(n, k, w.data(), k, m, best_isa()) : std::nullopt;  // as the backend
   SpmmEpilogue ep;
   ep.bias = b.data();
   ep.act = Activation::relu();
@@ -114,7 +116,7 @@ void BM_sparse_linear(benchmark::State& state) {
       f32_spmv(sw, x.data(), b.data(), Activation::relu(), y.data(), nullptr, best_isa());
     } else {
       f32_transpose(m, k, x.data(), k, xt.data(), m, best_isa());
-      f32_spmm(sw, m, xt.data(), yt.data(), m, ep, nullptr, best_isa());
+      f32_spmm(sw, m, xt.data(), yt.data(), m, ep, nullptr, best_isa(), tail ? &*tail : nullptr);
       f32_transpose(n, m, yt.data(), m, y.data(), n, best_isa());
     }
     benchmark::DoNotOptimize(y.data());

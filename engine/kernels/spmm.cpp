@@ -110,10 +110,41 @@ void f32_spmm_block__avx512(const SparseWeights& w, int64_t r0, int64_t r1, int6
   spmm_block(f32_spmm_pack__avx512, f32_spmm_packed__avx512, kSpmmPanelAvx512, w, r0, r1, c0, c1, x, y, ldy, ep);
 }
 
-void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
-              ThreadPool* pool, Isa isa) {
+namespace {
+
+// Columns [c0, c1) of Y through the sliced form, one column at a time: each column of X is
+// copied into a contiguous vector (the permute kernel reads x whole), then every task takes a
+// range of row groups for all those columns, so the groups' slices are read from L1 after the
+// first column.
+void spmm_sliced_columns(const SlicedSparseWeights& s, int64_t c0, int64_t c1, const float* x, int64_t x_stride,
+                         float* y, int64_t ldy, const SpmmEpilogue& ep, ThreadPool* pool) {
+  const int64_t k = s.cols(), cols = c1 - c0, group_rows = s.shape().rows;
+  // Scratch slot 1 of the calling thread (slot 0 holds shared panels only inside spmm_columns).
+  float* xc = thread_scratch_f32(static_cast<size_t>(cols * k), 1);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t c = 0; c < cols; ++c) xc[c * k + kk] = x[kk * x_stride + c0 + c];
+  }
+  // Tasks of 64 rows, as f32_spmv_sliced; sums on the stack, then the epilogue per column.
+  const int64_t per_task = 64 / group_rows, tasks = (s.groups() + per_task - 1) / per_task;
+  parallel_for(pool, tasks, [&](int64_t t) {
+    const int64_t g0 = t * per_task, g1 = std::min(s.groups(), g0 + per_task);
+    const int64_t r0 = g0 * group_rows, r1 = std::min(s.rows(), g1 * group_rows);
+    alignas(64) float sums[64];
+    for (int64_t c = 0; c < cols; ++c) {
+      f32_spmv_sliced_groups(s, g0, g1, xc + c * k, sums);
+      const int64_t col = c0 + c;
+      for (int64_t r = r0; r < r1; ++r) {
+        float v = sums[r - r0] + (ep.bias ? ep.bias[r] : 0.0f);
+        if (ep.residual) v += ep.residual[r * ep.ldr + col];
+        y[r * ldy + col] = apply_activation_scalar(v, ep.act);
+      }
+    }
+  });
+}
+
+void spmm_columns(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
+                  ThreadPool* pool, Isa isa) {
   const int64_t rows = w.rows(), k = w.cols();
-  if (rows == 0 || n <= 0) return;
   // Column blocks of up to 256 (a [cols × 256] input block stays in L2); when they are too few
   // to keep every thread busy, output rows are split too.
   const int threads = pool ? pool->threads() : 1;
@@ -180,6 +211,31 @@ void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64
       f32_spmm_packed__avx2(w, r0, r1, c0, c1, src, y, ldy, ep);
     }
   });
+}
+
+}  // namespace
+
+int64_t spmm_sliced_tail(int64_t n, Isa isa) {
+  if (isa != Isa::kAvx2 || !avx512_enabled() || spmv_sliced_shape() != kSlices16x32) return 0;
+  const int64_t partial = n % 16;
+  return partial <= kMaxSlicedTail ? partial : 0;
+}
+
+std::optional<SlicedSparseWeights> spmm_sliced_tail_form(int64_t rows, int64_t cols, const float* w, int64_t ldw,
+                                                         int64_t n, Isa isa) {
+  if (spmm_sliced_tail(n, isa) == 0) return std::nullopt;
+  return SlicedSparseWeights(rows, cols, w, ldw, spmv_sliced_shape());
+}
+
+void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
+              ThreadPool* pool, Isa isa, const SlicedSparseWeights* tail) {
+  if (w.rows() == 0 || n <= 0) return;
+  const int64_t sliced = tail ? spmm_sliced_tail(n, isa) : 0;
+  if (sliced) {
+    XNN_CHECK(tail->rows() == w.rows() && tail->cols() == w.cols(), "f32_spmm: the sliced form is of another matrix");
+  }
+  if (n > sliced) spmm_columns(w, n - sliced, x, y, ldy, ep, pool, isa);
+  if (sliced) spmm_sliced_columns(*tail, n - sliced, n, x, w.x_stride(), y, ldy, ep, pool);
 }
 
 std::string spmm_kernel_name(Isa isa) {

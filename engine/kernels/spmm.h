@@ -18,6 +18,9 @@
 // 7x7 512->512 layer's packed panel is 128 KB, so most nonzeros' 256-byte reads came from L2;
 // one chunk of it stays in L1 while all output rows take their nonzeros in it, the partial sums
 // going through Y between chunks (the epilogue runs after the last chunk).
+// A narrow column tail (at most 4 columns past the last whole vector of 16 with AVX-512: a 7x7
+// map's 49th column) costs the column kernel a whole vector per nonzero; given W also in the
+// sliced batch-1 form (spmv_sliced.h), f32_spmm runs those columns through the permute kernel.
 // f32_spmv (one column) has nothing to vectorise over n: it gathers x[col] for 8 nonzeros of a
 // row at a time (AVX2 vgatherdps) and reduces.
 //
@@ -26,12 +29,14 @@
 // zeros pays for them (engine/backends/cpu/sparse_cpu.cpp).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/core/thread_pool.h"
 #include "engine/kernels/activation.h"
 #include "engine/kernels/cpu_features.h"
+#include "engine/kernels/spmv_sliced.h"
 
 namespace xnn::kernels {
 
@@ -91,10 +96,26 @@ struct SpmmEpilogue {
 
 // Y (row stride ldy) = epilogue(W · X) for the first n columns of X (row stride w.x_stride()).
 // Y holds partial sums between k-chunks, so it must not overlap X or the residual.
+// `tail`, when given, is W in the sliced batch-1 form (spmv_sliced.h, the shape of
+// spmv_sliced_shape()); the last spmm_sliced_tail(n, isa) columns then go through it, one column
+// at a time, instead of through a vector of the column kernel that they would fill only in part.
 void f32_spmm(const SparseWeights& w, int64_t n, const float* x, float* y, int64_t ldy, const SpmmEpilogue& ep,
-              ThreadPool* pool, Isa isa);
+              ThreadPool* pool, Isa isa, const SlicedSparseWeights* tail = nullptr);
 // "f32_spmm_64x1__avx512" (Isa::kAvx2 where avx512_enabled()), "f32_spmm_32x1__avx2", "f32_spmm_8x1__scalar"
 std::string spmm_kernel_name(Isa isa);
+
+// How many of n columns f32_spmm leaves to the sliced form when given one: with AVX-512, the
+// columns past the last whole vector of 16 when they are at most kMaxSlicedTail (a 7x7 map's 49th
+// column, a 14x14 map's last 4); 0 otherwise. Why: every nonzero costs the column kernel one load
+// and one FMA per vector, however few of its lanes are real columns (the 49th column of 7x7
+// 512->512 cost as much as columns 32-47), while the permute kernel takes 16 rows' nonzeros per
+// FMA, ~1/12 of that per column at 80% zeros. (With AVX2 only it does not pay: the 8x16 permute
+// kernel took 10.5 us of the 10 us that 7x7 512->512's 49th column cost the 32-column kernel.)
+inline constexpr int64_t kMaxSlicedTail = 4;
+int64_t spmm_sliced_tail(int64_t n, Isa isa);
+// W [rows × cols] (row stride ldw) in that sliced form when n columns leave such a tail, else empty.
+std::optional<SlicedSparseWeights> spmm_sliced_tail_form(int64_t rows, int64_t cols, const float* w, int64_t ldw,
+                                                         int64_t n, Isa isa);
 
 // y[r] = act(W[r,:]·x + bias[r]); x has w.cols() elements (x_stride is not used).
 void f32_spmv(const SparseWeights& w, const float* x, const float* bias, const Activation& act, float* y,

@@ -134,20 +134,23 @@ std::string spmv_sliced_kernel_name(SliceShape shape) {
   }
 }
 
+void f32_spmv_sliced_groups(const SlicedSparseWeights& w, int64_t g0, int64_t g1, const float* x, float* y_groups) {
+  switch (sliced_path(w.shape())) {
+    case SlicedPath::kAvx512: f32_spmv_sliced_groups__avx512(w, g0, g1, x, y_groups); break;
+    case SlicedPath::kAvx2: f32_spmv_sliced_groups__avx2(w, g0, g1, x, y_groups); break;
+    default: f32_spmv_sliced_groups__scalar(w, g0, g1, x, y_groups); break;
+  }
+}
+
 void f32_spmv_sliced(const SlicedSparseWeights& w, const float* x, const float* bias, const Activation& act, float* y,
                      ThreadPool* pool) {
   const int R = w.shape().rows;
   // Tasks of 64 rows (as the dense GEMV); each writes its per-group results to the stack.
   const int64_t per_task = 64 / R, tasks = (w.groups() + per_task - 1) / per_task;
-  const SlicedPath path = sliced_path(w.shape());
   parallel_for(pool, tasks, [&](int64_t t) {
     const int64_t g0 = t * per_task, g1 = std::min(w.groups(), g0 + per_task);
     alignas(64) float yg[64];
-    switch (path) {
-      case SlicedPath::kAvx512: f32_spmv_sliced_groups__avx512(w, g0, g1, x, yg); break;
-      case SlicedPath::kAvx2: f32_spmv_sliced_groups__avx2(w, g0, g1, x, yg); break;
-      default: f32_spmv_sliced_groups__scalar(w, g0, g1, x, yg); break;
-    }
+    f32_spmv_sliced_groups(w, g0, g1, x, yg);
     const int64_t r0 = g0 * R, r1 = std::min(w.rows(), g1 * R);
     for (int64_t r = r0; r < r1; ++r) y[r] = apply_activation_scalar(yg[r - r0] + (bias ? bias[r] : 0.0f), act);
   });

@@ -102,6 +102,10 @@ void f32_spmv_sliced(const SlicedSparseWeights& w, const float* x, const float* 
                      ThreadPool* pool);
 
 // Groups [g0, g1) of W · x into y_groups (shape.rows floats per group, rows past the end
+// included), no epilogue, through the fastest path for W's shape here (the three below).
+void f32_spmv_sliced_groups(const SlicedSparseWeights& w, int64_t g0, int64_t g1, const float* x, float* y_groups);
+
+// Groups [g0, g1) of W · x into y_groups (shape.rows floats per group, rows past the end
 // included), no epilogue: the paths give the same results bit for bit. The SIMD kernels take
 // their own shape only (16×32 for avx512, 8×16 for avx2).
 void f32_spmv_sliced_groups__scalar(const SlicedSparseWeights& w, int64_t g0, int64_t g1, const float* x,

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/backends/cpu/cpu_kernel.h"
+#include "engine/kernels/spmm.h"
 #include "engine/kernels/spmv_sliced.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/session.h"
@@ -125,6 +126,8 @@ TEST(SparseBackend, Conv1x1TakesSparseKernelOnlyWhenSparse) {
         const auto [err, name] = compare(sparse, isa, threads);
         EXPECT_LT(err, 1e-5) << "trial " << trial << " " << name;
         EXPECT_NE(name.find("f32_conv1x1_sparse+f32_spmm"), std::string::npos) << "trial " << trial << " " << name;
+        // A narrow tail of H·W columns goes to the permute kernel (f32_spmm's sliced tail).
+        EXPECT_EQ(name.find("perm") != std::string::npos, kernels::spmm_sliced_tail(h * w, isa) > 0) << name;
         const auto [derr, dname] = compare(dense, isa, threads);
         EXPECT_LT(derr, 1e-4) << dname;
         EXPECT_EQ(dname.find("sparse"), std::string::npos) << "trial " << trial << " " << dname;
@@ -156,6 +159,7 @@ TEST(SparseBackend, GemmAndMatMulTakeSparseKernelOnlyWhenSparse) {
         const auto [err, name] = compare(sparse, isa, threads);
         EXPECT_LT(err, 1e-5) << "trial " << trial << " " << name;
         EXPECT_NE(name.find(m == 1 ? "_sparse+f32_spmv" : "_sparse+f32_spmm"), std::string::npos) << name;
+        if (m > 1) EXPECT_EQ(name.find("perm") != std::string::npos, kernels::spmm_sliced_tail(m, isa) > 0) << name;
         const auto [derr, dname] = compare(dense, isa, threads);
         EXPECT_LT(derr, 1e-4);
         EXPECT_EQ(dname.find("sparse"), std::string::npos) << dname;

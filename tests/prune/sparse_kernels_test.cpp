@@ -72,6 +72,12 @@ void check_spmm(const SpmmCase& c, std::mt19937& rng, const std::string& what) {
       std::vector<float> y(static_cast<size_t>(c.rows * c.n), std::nanf(""));
       f32_spmm(sw, c.n, x.data(), y.data(), c.n, ep, &pool, isa);
       EXPECT_LT(rel_error(y, want), 1e-5) << what << " isa " << isa_name(isa) << " threads " << threads;
+      // With the sliced form beside it, a narrow column tail goes through the permute kernel.
+      if (spmm_sliced_tail(c.n, isa) == 0) continue;
+      const SlicedSparseWeights tail(c.rows, c.cols, w.data(), c.cols, spmv_sliced_shape());
+      std::vector<float> yt(y.size(), std::nanf(""));
+      f32_spmm(sw, c.n, x.data(), yt.data(), c.n, ep, &pool, isa, &tail);
+      EXPECT_LT(rel_error(yt, want), 1e-5) << what << " with the sliced tail, threads " << threads;
     }
   }
   // The AVX-512 kernel does each output column's arithmetic as the AVX2 one: the same floats.
@@ -421,6 +427,54 @@ TEST(SpmvSliced, RandomShapesMatchDenseReferenceAndPathsAreBitExact) {
       }
     }
   }
+}
+
+// The columns past the last whole vector of 16, when at most kMaxSlicedTail, go to the sliced
+// form (AVX-512 only); the other columns come out exactly as without it.
+TEST(Spmm, NarrowColumnTailTakesTheSlicedForm) {
+  if (!avx512_enabled() || spmv_sliced_shape() != kSlices16x32) GTEST_SKIP() << "AVX-512 only";
+  EXPECT_EQ(spmm_sliced_tail(49, Isa::kAvx2), 1);   // 7x7
+  EXPECT_EQ(spmm_sliced_tail(196, Isa::kAvx2), 4);  // 14x14
+  EXPECT_EQ(spmm_sliced_tail(3, Isa::kAvx2), 3);
+  EXPECT_EQ(spmm_sliced_tail(64, Isa::kAvx2), 0);
+  EXPECT_EQ(spmm_sliced_tail(53, Isa::kAvx2), 0);  // 5 columns: a vector of the column kernel
+  EXPECT_EQ(spmm_sliced_tail(49, Isa::kScalar), 0);
+  std::mt19937 rng(7);
+  for (const int64_t n : {49, 196, 3, 20}) {
+    const int64_t rows = 83, cols = 400;  // a partial group of 16 rows; three k-chunks
+    const std::vector<float> w = sparse_random(rows * cols, 0.8, rng);
+    const std::vector<float> x = sparse_random(cols * n, 0.0, rng);
+    const std::vector<float> bias = sparse_random(rows, 0.0, rng);
+    const std::vector<float> res = sparse_random(rows * n, 0.0, rng);
+    const SparseWeights sw(rows, cols, w.data(), cols, n);
+    const SlicedSparseWeights tail(rows, cols, w.data(), cols, spmv_sliced_shape());
+    SpmmEpilogue ep;
+    ep.bias = bias.data();
+    ep.residual = res.data();
+    ep.ldr = n;
+    ep.act = Activation{ActKind::kClip, 0.0f, 6.0f};
+    std::vector<float> plain(static_cast<size_t>(rows * n)), sliced(plain.size(), std::nanf(""));
+    f32_spmm(sw, n, x.data(), plain.data(), n, ep, nullptr, Isa::kAvx2);
+    ThreadPool pool(2);
+    f32_spmm(sw, n, x.data(), sliced.data(), n, ep, &pool, Isa::kAvx2, &tail);
+    const int64_t first_tail = n - spmm_sliced_tail(n, Isa::kAvx2);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        const float a = plain[r * n + j], b = sliced[r * n + j];
+        if (j < first_tail) {
+          ASSERT_EQ(a, b) << "n " << n << " row " << r << " column " << j;
+        } else {
+          ASSERT_NEAR(a, b, 1e-4f * std::max(1.0f, std::fabs(a))) << "n " << n << " row " << r << " column " << j;
+        }
+      }
+    }
+  }
+  // A sliced form of another matrix is refused.
+  const std::vector<float> w(16 * 8, 1.0f);
+  const SparseWeights sw(16, 8, w.data(), 8, 1);
+  const SlicedSparseWeights other(16, 4, w.data(), 8, spmv_sliced_shape());
+  std::vector<float> x(8, 1.0f), y(16);
+  EXPECT_THROW(f32_spmm(sw, 1, x.data(), y.data(), 1, SpmmEpilogue{}, nullptr, Isa::kAvx2, &other), Error);
 }
 
 TEST(Spmm, KernelNames) {

@@ -12,6 +12,7 @@
 // Epilogues: bias, FusedConv's residual input and every fused activation are applied by the
 // sparse kernels, so a fused node still writes its output once.
 #include <algorithm>
+#include <optional>
 
 #include "engine/backends/cpu/const_weight_conv.h"
 #include "engine/backends/cpu/cpu_kernel.h"
@@ -77,14 +78,21 @@ bool sparse_linear_pays(int64_t m, int64_t k, int64_t n, double zeros, Isa isa) 
   return m > 1 ? zeros >= kMinSparsityLinear : gemv_kernel(k, n, zeros, isa) != GemvKernel::kDense;
 }
 
+// The spmm kernel's name, with the permute kernel's when it takes a narrow column tail (W also
+// in the sliced form, kernels::spmm_sliced_tail_form: a 7x7 map's 49th column).
+std::string spmm_name(const std::optional<kernels::SlicedSparseWeights>& tail, Isa isa) {
+  return kernels::spmm_kernel_name(isa) + (tail ? "+" + kernels::spmv_sliced_kernel_name(tail->shape()) : "");
+}
+
 class SparseConv1x1Kernel final : public CpuKernel {
  public:
   SparseConv1x1Kernel(int64_t n, int64_t cin, int64_t hw, int64_t cout, const float* w, std::vector<float> bias,
                       bool has_residual, kernels::Activation act, Isa isa)
-      : n_(n), cin_(cin), hw_(hw), cout_(cout), w_(cout, cin, w, cin, hw), bias_(std::move(bias)),
+      : n_(n), cin_(cin), hw_(hw), cout_(cout), w_(cout, cin, w, cin, hw),
+        tail_(kernels::spmm_sliced_tail_form(cout, cin, w, cin, hw, isa)), bias_(std::move(bias)),
         has_residual_(has_residual), act_(act), isa_(isa) {}
 
-  std::string name() const override { return "f32_conv1x1_sparse+" + kernels::spmm_kernel_name(isa_); }
+  std::string name() const override { return "f32_conv1x1_sparse+" + spmm_name(tail_, isa_); }
 
   void run(KernelContext& ctx) override {
     const float* x = ctx.input(0).data<float>();
@@ -96,13 +104,15 @@ class SparseConv1x1Kernel final : public CpuKernel {
       ep.residual = z ? z + b * cout_ * hw_ : nullptr;
       ep.ldr = hw_;
       ep.act = act_;
-      kernels::f32_spmm(w_, hw_, x + b * cin_ * hw_, y + b * cout_ * hw_, hw_, ep, ctx.pool(), isa_);
+      kernels::f32_spmm(w_, hw_, x + b * cin_ * hw_, y + b * cout_ * hw_, hw_, ep, ctx.pool(), isa_,
+                        tail_ ? &*tail_ : nullptr);
     }
   }
 
  private:
   int64_t n_, cin_, hw_, cout_;
   kernels::SparseWeights w_;
+  std::optional<kernels::SlicedSparseWeights> tail_;
   std::vector<float> bias_;
   bool has_residual_;
   kernels::Activation act_;
@@ -134,12 +144,13 @@ class SparseLinearKernel final : public CpuKernel {
       sliced_w_ = kernels::SlicedSparseWeights(n, k, wt.data(), k, kernels::spmv_sliced_shape());
     } else {
       w_ = kernels::SparseWeights(n, k, wt.data(), k, m);
+      if (m > 1) tail_ = kernels::spmm_sliced_tail_form(n, k, wt.data(), k, m, isa);
     }
   }
 
   std::string name() const override {
     if (sliced_) return "f32_" + op_ + "_sparse+" + kernels::spmv_sliced_kernel_name(sliced_w_.shape());
-    return "f32_" + op_ + "_sparse+" + (m_ == 1 ? kernels::spmv_kernel_name(isa_) : kernels::spmm_kernel_name(isa_));
+    return "f32_" + op_ + "_sparse+" + (m_ == 1 ? kernels::spmv_kernel_name(isa_) : spmm_name(tail_, isa_));
   }
 
   void run(KernelContext& ctx) override {
@@ -164,7 +175,7 @@ class SparseLinearKernel final : public CpuKernel {
     kernels::SpmmEpilogue ep;
     ep.bias = bias;
     ep.act = act_;
-    kernels::f32_spmm(w_, m_, at, yt, m_, ep, ctx.pool(), isa_);
+    kernels::f32_spmm(w_, m_, at, yt, m_, ep, ctx.pool(), isa_, tail_ ? &*tail_ : nullptr);
     kernels::f32_transpose(n_, m_, yt, m_, y, n_, isa_);
   }
 
@@ -174,6 +185,7 @@ class SparseLinearKernel final : public CpuKernel {
   bool sliced_;                             // batch 1, gemv_kernel(): the permute format
   kernels::SparseWeights w_;                // CSR, otherwise
   kernels::SlicedSparseWeights sliced_w_;
+  std::optional<kernels::SlicedSparseWeights> tail_;  // batch M > 1: f32_spmm's narrow column tail
   std::vector<float> bias_;
   kernels::Activation act_;
   Isa isa_;
