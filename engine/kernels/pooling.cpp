@@ -11,7 +11,7 @@ namespace {
 bool use_avx2(Isa isa) { return isa == Isa::kAvx2 && isa_supported(Isa::kAvx2); }
 
 // Which AVX2 row kernel a pool uses (kNone: the scalar path throughout).
-enum class RowKernel { kNone, kMax3x3s2, kMax2x2s2, kMax, kAvg };
+enum class RowKernel { kNone, kMax3x3s2, kMax3x3s2Zmm, kMax2x2s2, kMax, kAvg };
 constexpr int64_t kMaxVectorRows = 16;  // kernel heights beyond this run scalar
 
 bool vector_geometry(const Pool2dParams& p, Isa isa) {
@@ -20,7 +20,10 @@ bool vector_geometry(const Pool2dParams& p, Isa isa) {
 
 RowKernel max_row_kernel(const Pool2dParams& p, Isa isa) {
   if (!vector_geometry(p, isa)) return RowKernel::kNone;
-  if (p.stride_w == 2 && p.kernel_w == 3) return RowKernel::kMax3x3s2;
+  // The zmm kernel where the CPU has AVX-512 (avx512_enabled, which XNN_ISA caps); one thread,
+  // one process, against the AVX2 kernel: 64x111x111 (SqueezeNet's first pool, ceil) 200 -> 177
+  // us, 128x55x55 119 -> 96, 256x27x27 101 -> 56, 64x112x112 pad 1 (ResNet-18's) 240 -> 199.
+  if (p.stride_w == 2 && p.kernel_w == 3) return avx512_enabled() ? RowKernel::kMax3x3s2Zmm : RowKernel::kMax3x3s2;
   if (p.stride_w == 2 && p.kernel_w == 2) return RowKernel::kMax2x2s2;
   return RowKernel::kMax;
 }
@@ -127,6 +130,11 @@ void maxpool_plane(const Pool2dParams& p, const float* xp, float* yp, RowKernel 
       int64_t nrows = 0;
       for (int64_t kh = rh.begin; kh < rh.end; ++kh) rows[nrows++] = xp + (ih0 + kh) * p.in_w + c0;
       float* dst = yrow + span.vlo;
+      if (rk == RowKernel::kMax3x3s2Zmm) {  // the whole span, its last block masked
+        f32_maxpool2d_3x3s2_row__avx512(rows, nrows, span.vhi - span.vlo, dst);
+        for (ow = span.vhi; ow < p.out_w; ++ow) yrow[ow] = max_window(p, xp, ih0, rh, ow);
+        continue;
+      }
       const auto vector_blocks = [&](int64_t blocks, float* out) {
         switch (rk) {
           case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, blocks, out); break;
@@ -251,6 +259,8 @@ std::string maxpool2d_kernel_name(const Pool2dParams& p, Isa isa) {
     case RowKernel::kMax3x3s2:
       if (p.kernel_h == 3 && p.stride_h == 2) return "f32_maxpool2d_3x3s2__avx2";
       break;
+    case RowKernel::kMax3x3s2Zmm:
+      return p.kernel_h == 3 && p.stride_h == 2 ? "f32_maxpool2d_3x3s2__avx512" : "f32_maxpool2d_kx3s2__avx512";
     case RowKernel::kMax2x2s2:
       if (p.kernel_h == 2 && p.stride_h == 2) return "f32_maxpool2d_2x2s2__avx2";
       break;

@@ -54,6 +54,10 @@ void f32_maxpool2d_2x2s2_row__avx2(const float* const* rows, int64_t nrows, int6
 // a small map's row: LeNet's 10x10 -> 5x5), 4 at a time in xmm, then one by one; reads only the
 // windows' columns, [0, 2 * count).
 void f32_maxpool2d_2x2s2_rest__avx2(const float* const* rows, int64_t nrows, int64_t count, float* out);
+// ---- AVX-512 (pooling_avx512.cpp): call only when avx512_enabled() ---------------------------
+// `count` outputs of a K×3 stride-2 max pool (any count: 16 per zmm, the last block masked),
+// rows as above; reads only the windows' columns, [0, 2 * count].
+void f32_maxpool2d_3x3s2_row__avx512(const float* const* rows, int64_t nrows, int64_t count, float* out);
 // The same for any kernel size with stride_w 1 or 2 (max and average; average divides each
 // window's sum, taken in window order, by `divisor`).
 void f32_maxpool2d_row__avx2(const float* const* rows, int64_t nrows, int64_t kernel_w, int64_t stride_w,

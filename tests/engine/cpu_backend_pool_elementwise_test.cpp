@@ -277,7 +277,9 @@ TEST(PoolKernel, ModelShapes) {
     const std::string name = expect_matches_reference(make_case("MaxPool", {random_tensor(rng, g.x)}, pool_attrs(g)),
                                                       0, describe(g));
     if (kernels::isa_supported(Isa::kAvx2)) {
-      EXPECT_EQ(name, g.kh == 3 ? "f32_maxpool2d_3x3s2__avx2" : "f32_maxpool2d_2x2s2__avx2");
+      const std::string max3x3 =
+          kernels::avx512_enabled() ? "f32_maxpool2d_3x3s2__avx512" : "f32_maxpool2d_3x3s2__avx2";
+      EXPECT_EQ(name, g.kh == 3 ? max3x3 : "f32_maxpool2d_2x2s2__avx2");
     }
   }
   // YOLO's SPP max pools (stride 1, large windows), a tall window beyond the vector kernels'
