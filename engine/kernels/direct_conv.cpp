@@ -28,11 +28,13 @@ bool f32_conv_direct_pays(int64_t in_channels, int64_t out_channels, int64_t ker
     if (stride == 1 || out_channels <= 16 || small_plane) return true;
     // The AVX-512 kernel (16 output channels in the lanes) also wins the large stride-2 RGB
     // stems: --tune picked it 3 times out of 3 for MobileNetV2's, EfficientNet-B0's (3->32 3x3),
-    // ShuffleNetV2's (3->24) and ResNet-18's (3->64 7x7) at 224x224, and im2col + GEMM for
-    // SqueezeNet's 3->64 3x3. The rule reads the CPU (avx512_enabled, which XNN_ISA caps), not a
-    // caller's Isa: a caller forcing Isa::kScalar on an AVX-512 CPU gets the scalar direct path
-    // for these stems, correct but slower than im2col would be.
-    return avx512_enabled() && (out_channels <= 32 || kernel >= 5);
+    // ShuffleNetV2's (3->24) and ResNet-18's (3->64 7x7) at 224x224; for SqueezeNet's 3->64 3x3
+    // too (3 of 3, min 0.47-0.63 ms against im2col's 0.52-0.69) since it takes two blocks of
+    // 16 output channels per pass (before, --tune picked im2col + GEMM there). The rule reads
+    // the CPU (avx512_enabled, which XNN_ISA caps), not a caller's Isa: a caller forcing
+    // Isa::kScalar on an AVX-512 CPU gets the scalar direct path for these stems, correct but
+    // slower than im2col would be.
+    return avx512_enabled();
   }
   return kernel >= 5 && stride == 1 && in_channels <= 16 && small_plane;
 }

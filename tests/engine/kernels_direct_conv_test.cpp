@@ -116,10 +116,10 @@ TEST_P(DirectConvIsa, RandomShapes) {
 
 TEST_P(DirectConvIsa, ModelShapes) {
   // LeNet-5's layers, a grey 3×3 stride-2 stem, an RGB stem at 112×112 (several row bands), a
-  // 7×7 stride-2 RGB stem.
+  // 7×7 stride-2 RGB stem, 48 outputs (a pair of 16-channel blocks, then one alone).
   const Case cases[] = {{1, 6, 28, 28, 5, 1, 2, 2, 2, 2},     {6, 16, 14, 14, 5, 1, 0, 0, 0, 0},
                         {1, 24, 28, 28, 3, 2, 1, 1, 1, 1},    {3, 32, 112, 112, 3, 2, 0, 0, 1, 1},
-                        {3, 16, 60, 60, 7, 2, 3, 3, 3, 3}};
+                        {3, 16, 60, 60, 7, 2, 3, 3, 3, 3},    {3, 48, 41, 41, 3, 2, 1, 1, 1, 1}};
   for (const Case& t : cases) {
     for (int threads : {1, 2}) {
       check(t, GetParam(), threads, true, threads == 2, threads == 2, Activation::clip(0, 6), 11);

@@ -10,12 +10,12 @@
 //        convs: 1.02 ms through the GEMM at 1 thread);
 //   3. group 1, square 3x3/5x5/7x7 kernel, equal strides 1 or 2, dilation 1, and either
 //        C_in <= 4 (first layers on grey or RGB images) at stride 1, or at stride 2 with
-//        C_out <= 16 or an output plane <= 32x32 (with AVX-512: also C_out <= 32 or a 5x5/7x7
-//        kernel, the 224x224 stems), or a 5x5/7x7 kernel at stride 1 with
+//        C_out <= 16 or an output plane <= 32x32 (with AVX-512: any, the 224x224 stems), or a
+//        5x5/7x7 kernel at stride 1 with
 //        C_in <= 16 and an output plane <= 32x32 -> f32_conv_direct. There im2col's K =
 //        C_in*k*k is too short, or its columns too few, for the GEMM to amortise packing
 //        (measured ratios at f32_conv_direct_pays); on large planes with many output channels
-//        the GEMM's wide tiles win again (ResNet's and MobileNetV2's 224x224 stems);
+//        the GEMM's wide tiles win again on AVX2 (ResNet's and MobileNetV2's 224x224 stems);
 //   4. group 1, 3x3, stride 1, dilation 1, and choose_winograd_tile() says Winograd pays for
 //        these channel counts and output size -> Winograd F(4,3) or F(6,3);
 //   5. anything else -> im2col + GEMM per group.
