@@ -116,6 +116,35 @@ inline float max_window(const Pool2dParams& p, const float* xp, int64_t ih0, Tap
   return best;
 }
 
+// Outputs [vlo, vhi) of a row with the AVX2 row kernels: whole blocks of 8, then the rest.
+void max_span_avx2(const Pool2dParams& p, const VectorSpan& span, RowKernel rk, const float** rows, int64_t nrows,
+                   float* dst) {
+  const auto vector_blocks = [&](int64_t blocks, float* out) {
+    switch (rk) {
+      case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, blocks, out); break;
+      case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(rows, nrows, blocks, out); break;
+      default: f32_maxpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, blocks, out); break;
+    }
+  };
+  if (span.blocks > 0) vector_blocks(span.blocks, dst);
+  const int64_t done = 8 * span.blocks, rest = span.vhi - span.vlo - done;
+  if (rest > 0 && span.blocks > 0) {
+    // One more block, ending at vhi and overlapping the last one, whose outputs it writes
+    // again with the same values: on 55-wide rows (SqueezeNet) the 7 left over otherwise
+    // took the scalar path and most of the time.
+    const int64_t back = span.vhi - span.vlo - 8;
+    for (int64_t r = 0; r < nrows; ++r) rows[r] += back * p.stride_w;
+    vector_blocks(1, dst + back);
+  } else {
+    for (int64_t r = 0; r < nrows; ++r) rows[r] += done * p.stride_w;
+    if (rk == RowKernel::kMax2x2s2) {
+      f32_maxpool2d_2x2s2_rest__avx2(rows, nrows, rest, dst + done);
+    } else {
+      interior_row_max(rows, nrows, p.kernel_w, p.stride_w, rest, dst + done);
+    }
+  }
+}
+
 void maxpool_plane(const Pool2dParams& p, const float* xp, float* yp, RowKernel rk) {
   const VectorSpan span = vector_span(p, rk);
   const float* rows[kMaxVectorRows];
@@ -132,32 +161,8 @@ void maxpool_plane(const Pool2dParams& p, const float* xp, float* yp, RowKernel 
       float* dst = yrow + span.vlo;
       if (rk == RowKernel::kMax3x3s2Zmm) {  // the whole span, its last block masked
         f32_maxpool2d_3x3s2_row__avx512(rows, nrows, span.vhi - span.vlo, dst);
-        for (ow = span.vhi; ow < p.out_w; ++ow) yrow[ow] = max_window(p, xp, ih0, rh, ow);
-        continue;
-      }
-      const auto vector_blocks = [&](int64_t blocks, float* out) {
-        switch (rk) {
-          case RowKernel::kMax3x3s2: f32_maxpool2d_3x3s2_row__avx2(rows, nrows, blocks, out); break;
-          case RowKernel::kMax2x2s2: f32_maxpool2d_2x2s2_row__avx2(rows, nrows, blocks, out); break;
-          default: f32_maxpool2d_row__avx2(rows, nrows, p.kernel_w, p.stride_w, blocks, out); break;
-        }
-      };
-      if (span.blocks > 0) vector_blocks(span.blocks, dst);
-      const int64_t done = 8 * span.blocks, rest = span.vhi - span.vlo - done;
-      if (rest > 0 && span.blocks > 0) {
-        // One more block, ending at vhi and overlapping the last one, whose outputs it writes
-        // again with the same values: on 55-wide rows (SqueezeNet) the 7 left over otherwise
-        // took the scalar path and most of the time.
-        const int64_t back = span.vhi - span.vlo - 8;
-        for (int64_t r = 0; r < nrows; ++r) rows[r] += back * p.stride_w;
-        vector_blocks(1, dst + back);
       } else {
-        for (int64_t r = 0; r < nrows; ++r) rows[r] += done * p.stride_w;
-        if (rk == RowKernel::kMax2x2s2) {
-          f32_maxpool2d_2x2s2_rest__avx2(rows, nrows, rest, dst + done);
-        } else {
-          interior_row_max(rows, nrows, p.kernel_w, p.stride_w, rest, dst + done);
-        }
+        max_span_avx2(p, span, rk, rows, nrows, dst);
       }
       ow = span.vhi;
     }

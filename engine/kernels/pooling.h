@@ -13,7 +13,9 @@
 // Work is split over (image, channel) planes. AVX2 vectorises max and average pools with width
 // stride 1 or 2 (and kernel height <= 16) along the output width, 8 outputs per ymm; stride 2
 // deinterleaves even/odd input columns with in-lane shuffles and undoes the lane order once per
-// 8 outputs. The 3×3 and 2×2 stride-2 max pools have their own row kernels (fewer loads).
+// 8 outputs. The 3×3 and 2×2 stride-2 max pools have their own row kernels (fewer loads); on
+// AVX-512 CPUs the K×3 stride-2 max pools take a zmm row kernel (16 outputs per vector, the row's
+// last block masked).
 // Windows that cross the left/right border, and other geometries, run the scalar path.
 #pragma once
 #include <cstdint>
