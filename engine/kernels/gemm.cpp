@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <new>
+#include <numeric>
 
 #include "engine/core/error.h"
 #include "engine/kernels/gemm_internal.h"
@@ -77,6 +78,8 @@ struct KernelSet {
   GemmUkernelFn narrow;  // for a panel with at most nr/2 valid columns; may be null
   bool narrow_reads_nr;  // narrow reads only the nr valid columns of each B row: a partial
                          // panel may then be read in place rather than packed
+  bool prefetches_b;     // main prefetches the next 64 bytes of each B row it reads (the next
+                         // panel's line when B is read in place)
   int64_t kc, mc, nc;
   const char* name;
 };
@@ -89,6 +92,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                    .main = internal::f32_gemm_16x16__avx512,
                                    .narrow = internal::f32_gemm_16x8__avx512,
                                    .narrow_reads_nr = true,
+                                   .prefetches_b = true,
                                    .kc = 384,
                                    .mc = 96,
                                    .nc = 512,
@@ -99,6 +103,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                  .main = internal::f32_gemm_6x16__avx2,
                                  .narrow = internal::f32_gemm_6x8__avx2,
                                  .narrow_reads_nr = false,
+.prefetches_b = false,
                                  .kc = 384,
                                  .mc = 96,
                                  .nc = 512,
@@ -109,6 +114,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                         .main = internal::f32_gemm_6x16__scalar,
                                         .narrow = nullptr,
                                         .narrow_reads_nr = false,
+.prefetches_b = false,
                                         .kc = 384,
                                         .mc = 96,
                                         .nc = 512,
@@ -118,6 +124,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                    .main = internal::f32_gemm_4x8__scalar,
                                    .narrow = nullptr,
                                    .narrow_reads_nr = false,
+.prefetches_b = false,
                                    .kc = 256,
                                    .mc = 64,
                                    .nc = 256,
@@ -241,6 +248,33 @@ struct GemmProblem {
   bool b_prepacked = false;
 };
 
+// L1 sets (of 64) that the lines of consecutive rows row_stride floats apart fall in: a stride
+// of 12544 bytes (N = 3136) is 196 lines, 4 sets apart, so its rows use only 16 of the 64 sets.
+int64_t l1_sets_spanned(int64_t row_stride) {
+  constexpr int64_t kSets = 64, kLineFloats = 16;
+  if (row_stride % kLineFloats != 0) return kSets;  // the rows' lines drift across all sets
+  return kSets / std::gcd(row_stride / kLineFloats, kSets);
+}
+
+// Whether a task of `rows` rows reads B's full panels in place (row-major B) instead of packing
+// each K block of them first.
+// - One A panel: every B element is used once, so packing is a pure extra copy (with the
+//   kernel's prefetch, 16x144x3136 packed 150-163 us, in place 127).
+// - Few rows and a shallow K block: each B element feeds little work, and copying it costs about
+//   as much as using it (16x12544x32 +20%, 6x3136x48 +60%). Deeper blocks mean more concurrent
+//   row streams than the hardware prefetcher follows, so the AVX2 kernels pack them. The
+//   AVX-512 kernel prefetches each row's next panel itself, so it reads up to 256 rows in place
+//   (32x192x784 80 -> 68 us, 40x120x784 100 -> 94), as long as the rows spread over the L1 sets:
+//   a B panel is reused from L1 by every A panel, and 144 rows of N = 3136 in 16 sets (9 lines
+//   a set) run slower in place than packed (24x144x3136: 416 vs 366 us).
+bool read_b_in_place(const KernelSet& ks, MatrixRef b, int64_t rows, int64_t kc) {
+  if (b.col_stride != 1) return false;
+  if (rows <= ks.mr) return ks.prefetches_b || kc <= 128;
+  if (rows > 96) return false;
+  if (ks.prefetches_b) return kc <= 256 && kc <= 6 * l1_sets_spanned(b.row_stride);
+  return kc <= 128 && rows * kc <= 4096;
+}
+
 // Computes C[r0:r1, j0:j1] (r0 a multiple of mr). Runs on one thread; packs its own B.
 void run_task(const GemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
   const KernelSet& ks = *g.ks;
@@ -249,13 +283,9 @@ void run_task(const GemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t 
   const KBlocking kblk = k_blocking(ks, g.k);
   const int64_t kblocks = kblk.blocks, kc_step = kblk.step;
   const int64_t padded_m = round_up(g.m, ks.mr);
-  // With few rows and a shallow K block each B element feeds little work, and copying it costs
-  // about as much as using it: full panels are then read in place from row-major B (measured:
-  // 16×12544×32 +20%, 6×3136×48 +60%). Deeper blocks mean more concurrent row streams than the
-  // hardware prefetcher follows, so they are packed. Only a partial last panel is packed
-  // (zero-padded) so the kernel never reads past a row of B.
-  const int64_t rows = r1 - r0;
-  const bool direct_b = g.b.col_stride == 1 && kc_step <= 128 && rows <= 96 && rows * kc_step <= 4096;
+  // Full panels of row-major B read in place rather than packed (read_b_in_place); only a
+  // partial last panel is packed (zero-padded) so the kernel never reads past a row of B.
+  const bool direct_b = read_b_in_place(ks, g.b, r1 - r0, kc_step);
   float* bpack = g.b_prepacked ? nullptr
                                : thread_scratch_f32(
                                      static_cast<size_t>(std::max<int64_t>(1, kc_step * (direct_b ? ks.nr : nc_step))), 0);

@@ -340,13 +340,17 @@ TEST_P(GemmIsaTest, ThreadCountsGiveIdenticalResults) {
 
 // B handed over in the micro-kernel's panel layout gives bit for bit the result of the same B
 // row-major (same K blocking, same micro-kernel), with the whole epilogue, over N tails, several K
-// blocks and thread counts; the padding lanes of the last panel (NaN here) reach no output.
+// blocks and thread counts; the padding lanes of the last panel (NaN here) reach no output. The
+// row-major shapes take both of the driver's ways with B: panels read in place (one A panel of
+// 16 rows at K = 144; 40 rows at K = 120 over N = 785, whose rows spread over the L1 sets) and
+// packed (24 rows at K = 144 over N = 3136, whose rows share 16 sets).
 TEST_P(GemmIsaTest, PackedBMatchesRowMajorB) {
   std::mt19937 rng(11);
   const int nr = f32_gemm_panel_shape(isa(), family()).nr;
   ThreadPool pool2(2);
   for (const auto& s : std::vector<std::vector<int64_t>>{{64, 160, 576}, {128, 49, 1152}, {7, 33, 27}, {40, 1, 600},
-                                                         {17, 300, 64}}) {
+                                                         {17, 300, 64}, {16, 3135, 144}, {24, 3136, 144},
+                                                         {40, 785, 120}}) {
     const int64_t m = s[0], n = s[1], k = s[2];
     Operand a = make_operand(rng, m, k, 'r');
     Operand b = make_operand(rng, k, n, 'r');
