@@ -11,7 +11,7 @@
 //   1. weights and bias transposed to [k·k][16] and [16] (lanes past the channel count are 0);
 //   2. input rows transposed into a ring of padded HWC16 rows, flat over the plane (16 pixels of
 //      the contiguous NCHW plane per transpose, whatever the row width), as the output rows come
-//      to need them; the ring is zeroed once per task, so its padding columns stay zero (only
+//      to need them; the ring's padding columns are zeroed once per task and stay zero (only
 //      image columns are ever written) — rows of padding are never read: their taps are skipped;
 //   3. each output row in groups of G pixels (G accumulators hide the FMA latency): bias, then
 //      taps row by row; a row's last group may run past its end into the next row's slots, which
@@ -74,7 +74,7 @@ struct Task {
   const DepthwiseParams* p;
   int64_t nc;                 // channels in this block, 1..16
   int64_t oh0, oh1;           // output rows
-  const float* input;         // [nc][in_h][in_w]
+  const float* input;         // [nc] planes (or bands: DepthwiseParams::in_channel_stride)
   const float* weights;       // [nc][k][k]
   const float* bias;          // [nc] or null
   const float* residual;      // [nc][out_h][out_w] or null (may be output)
@@ -92,7 +92,9 @@ template <int K, int S>
 void run_task(const Task& t, const Activation& act) {
   const DepthwiseParams& p = *t.p;
   constexpr int G = group_pixels<K, S>();
-  const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
+  const int64_t in_cstride = p.in_channel_stride ? p.in_channel_stride : p.in_h * p.in_w;
+  const int64_t in_first = p.in_row0 * p.in_w;  // flat index of the input's first element
+  const int64_t out_plane = p.out_h * p.out_w;
   const int64_t wp = (p.out_w - 1) * S + K;  // padded columns the outputs read
   const int64_t row_floats = wp * kLanes;
   const int64_t ring = ring_rows(p, t.oh0, t.oh1, row_floats);
@@ -103,7 +105,16 @@ void run_task(const Task& t, const Activation& act) {
   float* out16 = ring_buf + ring_floats;
   float* w16 = out16 + out_pixels * kLanes;
   float* bias16 = w16 + K * K * kLanes;
-  std::memset(ring_buf, 0, static_cast<size_t>(ring_floats) * sizeof(float));
+  // Only the padding columns and the slack need zeros: image columns are written before they are
+  // read (a band-fed task of 12 rows at 56 wide spent more on zeroing the whole ring than on its
+  // taps).
+  const int64_t image_end = std::min(wp, p.pad_l + p.in_w);  // padded columns [pad_l, image_end)
+  for (int64_t r = 0; r < ring; ++r) {
+    float* row = ring_buf + r * row_floats;
+    std::memset(row, 0, static_cast<size_t>(p.pad_l * kLanes) * sizeof(float));
+    std::memset(row + image_end * kLanes, 0, static_cast<size_t>((wp - image_end) * kLanes) * sizeof(float));
+  }
+  std::memset(ring_buf + ring * row_floats, 0, static_cast<size_t>(ring_floats - ring * row_floats) * sizeof(float));
 
   const __mmask16 chans = first_lanes(t.nc);
   // 1. Weights [c][K·K] -> [K·K][16], 16 taps per transpose; bias -> 16 lanes.
@@ -126,7 +137,7 @@ void run_task(const Task& t, const Activation& act) {
       __m512 r[16];
 #pragma GCC unroll 16
       for (int c = 0; c < 16; ++c) {
-        r[c] = c < t.nc ? _mm512_maskz_loadu_ps(m, t.input + c * in_plane + q) : _mm512_setzero_ps();
+        r[c] = c < t.nc ? _mm512_maskz_loadu_ps(m, t.input + c * in_cstride + (q - in_first)) : _mm512_setzero_ps();
       }
       transpose16(r);
       // Constant register indices (unrolled), so r stays in registers.
@@ -172,12 +183,13 @@ void f32_dwconv_c16__avx512(const DepthwiseParams& p, int64_t c0, int64_t oh0, i
                             const float* weights, const float* bias, const float* residual, const Activation& act,
                             float* output) {
   const int64_t nc = std::min<int64_t>(kLanes, p.channels - c0);
-  const int64_t kk = p.kernel * p.kernel, in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
+  const int64_t kk = p.kernel * p.kernel, out_plane = p.out_h * p.out_w;
+  const int64_t in_cstride = p.in_channel_stride ? p.in_channel_stride : p.in_h * p.in_w;
   const Task t{&p,
                nc,
                oh0,
                oh1,
-               input + c0 * in_plane,
+               input + c0 * in_cstride,
                weights + c0 * kk,
                bias ? bias + c0 : nullptr,
                residual ? residual + c0 * out_plane : nullptr,

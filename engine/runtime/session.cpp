@@ -121,7 +121,9 @@ struct PlacementForest {
 // kSlicedConcat: a Concat whose inputs were planned as slices of its output, so their producers
 // already wrote it and the step does nothing.
 enum class StepKind { kExecute, kShapeTime, kStaticView, kRuntimeView, kSlicedConcat };
-enum class ValueKind { kUnused, kConstant, kInput, kShapeTime, kArena, kOutput, kRuntimeView };
+// kFusedAway: the output of a kernel that computes its only reader's outputs itself (step 5);
+// never stored, no buffer.
+enum class ValueKind { kUnused, kConstant, kInput, kShapeTime, kArena, kOutput, kRuntimeView, kFusedAway };
 
 struct Session::Plan {
   std::vector<Shape> input_shapes;  // the signature this plan was prepared for
@@ -141,6 +143,7 @@ struct Session::Plan {
     std::string kernel_name;
     std::vector<Shape> in_shapes, out_shapes;  // for plan_summary()
     Shape view_shape;  // kRuntimeView: the output's shape
+    int fused_into = -1;  // the step whose kernel computes this step's outputs (fuse_consumers)
   };
   std::vector<Step> steps;  // one per node
   std::shared_ptr<Buffer> arena;
@@ -538,50 +541,57 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
 
   // 3. Lifetimes of arena buffers (one per root) and the plan. A buffer spans its values'
   // extents; `base` is its lowest value offset (offsets relative to a root may be negative).
-  std::vector<int> record_of(nv, -1);
-  std::vector<TensorLifetime> lifetimes;
-  std::vector<int64_t> base, end;
-  for (size_t v = 0; v < nv; ++v) {
-    if (plan->kinds[v] != ValueKind::kArena) continue;
-    const int r = roots.find(static_cast<int>(v));
-    const int64_t at = roots.offset_in_root(static_cast<int>(v));
-    const int64_t bytes = shape_numel(infos[v].shape) * static_cast<int64_t>(dtype_size(infos[v].dtype));
-    if (record_of[static_cast<size_t>(r)] < 0) {
-      record_of[static_cast<size_t>(r)] = static_cast<int>(lifetimes.size());
-      lifetimes.push_back(TensorLifetime{0, first_def[static_cast<size_t>(r)], last_use[static_cast<size_t>(r)]});
-      base.push_back(at);
-      end.push_back(at + bytes);
-    }
-    const size_t rec = static_cast<size_t>(record_of[static_cast<size_t>(r)]);
-    base[rec] = std::min(base[rec], at);
-    end[rec] = std::max(end[rec], at + bytes);
-    lifetimes[rec].first_step = std::min(lifetimes[rec].first_step, first_def[v]);
-    ++plan->stats.planned_tensors;
-    if (static_cast<int>(v) != r) ++plan->stats.aliased_tensors;
-  }
-  for (size_t rec = 0; rec < lifetimes.size(); ++rec) lifetimes[rec].bytes = end[rec] - base[rec];
-  plan->stats.aliased_tensors -= plan->stats.in_place_tensors + plan->stats.sliced_tensors;
-  const MemoryPlan mp = plan_memory(lifetimes);
-  plan->arena = Buffer::allocate(static_cast<size_t>(std::max<int64_t>(mp.arena_bytes, 1)));
-  plan->stats.planned = true;
-  plan->stats.arena_bytes = mp.arena_bytes;
-  plan->stats.lower_bound_bytes = mp.lower_bound_bytes;
-  for (size_t v = 0; v < nv; ++v) {
-    const TensorInfo& info = infos[v];
-    switch (plan->kinds[v]) {
-      case ValueKind::kArena: {
-        const size_t rec = static_cast<size_t>(record_of[static_cast<size_t>(roots.find(static_cast<int>(v)))]);
-        const int64_t at = mp.offsets[rec] + roots.offset_in_root(static_cast<int>(v)) - base[rec];
-        plan->slots[v] = Tensor(info.dtype, info.shape, plan->arena, static_cast<size_t>(at));
-        break;
+  // Run again after producer-consumer fusion (step 5), whose consumers' outputs are then
+  // written during the producer's step.
+  const auto place_in_arena = [&]() {
+    plan->stats.planned_tensors = 0;
+    plan->stats.aliased_tensors = 0;
+    std::vector<int> record_of(nv, -1);
+    std::vector<TensorLifetime> lifetimes;
+    std::vector<int64_t> base, end;
+    for (size_t v = 0; v < nv; ++v) {
+      if (plan->kinds[v] != ValueKind::kArena) continue;
+      const int r = roots.find(static_cast<int>(v));
+      const int64_t at = roots.offset_in_root(static_cast<int>(v));
+      const int64_t bytes = shape_numel(infos[v].shape) * static_cast<int64_t>(dtype_size(infos[v].dtype));
+      if (record_of[static_cast<size_t>(r)] < 0) {
+        record_of[static_cast<size_t>(r)] = static_cast<int>(lifetimes.size());
+        lifetimes.push_back(TensorLifetime{0, first_def[static_cast<size_t>(r)], last_use[static_cast<size_t>(r)]});
+        base.push_back(at);
+        end.push_back(at + bytes);
       }
-      case ValueKind::kOutput:
-        plan->slots[v] = Tensor(info.dtype, info.shape);
-        plan->stats.output_bytes += static_cast<int64_t>(plan->slots[v].nbytes());
-        break;
-      default: break;
+      const size_t rec = static_cast<size_t>(record_of[static_cast<size_t>(r)]);
+      base[rec] = std::min(base[rec], at);
+      end[rec] = std::max(end[rec], at + bytes);
+      lifetimes[rec].first_step = std::min(lifetimes[rec].first_step, first_def[v]);
+      ++plan->stats.planned_tensors;
+      if (static_cast<int>(v) != r) ++plan->stats.aliased_tensors;
     }
-  }
+    for (size_t rec = 0; rec < lifetimes.size(); ++rec) lifetimes[rec].bytes = end[rec] - base[rec];
+    plan->stats.aliased_tensors -= plan->stats.in_place_tensors + plan->stats.sliced_tensors;
+    const MemoryPlan mp = plan_memory(lifetimes);
+    plan->arena = Buffer::allocate(static_cast<size_t>(std::max<int64_t>(mp.arena_bytes, 1)));
+    plan->stats.planned = true;
+    plan->stats.arena_bytes = mp.arena_bytes;
+    plan->stats.lower_bound_bytes = mp.lower_bound_bytes;
+    for (size_t v = 0; v < nv; ++v) {
+      const TensorInfo& info = infos[v];
+      switch (plan->kinds[v]) {
+        case ValueKind::kArena: {
+          const size_t rec = static_cast<size_t>(record_of[static_cast<size_t>(roots.find(static_cast<int>(v)))]);
+          const int64_t at = mp.offsets[rec] + roots.offset_in_root(static_cast<int>(v)) - base[rec];
+          plan->slots[v] = Tensor(info.dtype, info.shape, plan->arena, static_cast<size_t>(at));
+          break;
+        }
+        case ValueKind::kOutput:
+          plan->slots[v] = Tensor(info.dtype, info.shape);
+          plan->stats.output_bytes += static_cast<int64_t>(plan->slots[v].nbytes());
+          break;
+        default: break;
+      }
+    }
+  };
+  place_in_arena();
   for (const Value& v : g.values) {
     if (v.is_constant()) plan->stats.weight_bytes += static_cast<int64_t>(v.data->nbytes());
   }
@@ -630,9 +640,66 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
     }
     step.kernel_name = step.kernel ? step.kernel->name() : "reference";
   }
+  // 5. Producer-consumer fusion (fusion level only; emulated formats round every op's output).
+  if (options_.cpu_kernels && options_.opt_level >= 2 && options_.float_emulation == FloatEmulation::kNone) {
+    fuse_consumers(*plan);
+    // The fused consumers' outputs are written during their producers' steps: they must not
+    // share memory with anything that step reads. The intermediate tensors are never stored.
+    bool fused = false;
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+      const int producer = plan->steps[ni].fused_into;
+      if (producer < 0) continue;
+      fused = true;
+      for (int v : g.nodes[static_cast<size_t>(producer)].outputs) {
+        if (v < 0) continue;
+        plan->kinds[static_cast<size_t>(v)] = ValueKind::kFusedAway;
+        plan->slots[static_cast<size_t>(v)] = Tensor();
+      }
+      for (int v : g.nodes[ni].outputs) {
+        if (v >= 0) first_def[static_cast<size_t>(v)] = std::min(first_def[static_cast<size_t>(v)], producer);
+      }
+    }
+    if (fused) place_in_arena();
+  }
   for (int o : g.outputs) plan->output_infos.push_back(TensorInfo{infos[static_cast<size_t>(o)].dtype, infos[static_cast<size_t>(o)].shape, nullptr});
   plan->planned = true;
   plan_ = std::move(plan);
+}
+
+// Offers each kernel the only reader of its single output (CpuKernel::fuse_consumer). A value
+// read by anything else — a second reader, a graph output, a control-flow body — is not offered.
+// The caller then places the fused consumers' outputs in the arena again, live from their
+// producer's step.
+void Session::fuse_consumers(Plan& plan) const {
+  const Graph& g = optimized_->graph;
+  std::vector<int> readers(g.values.size(), 0), reader(g.values.size(), -1);
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    for (int v : g.nodes[ni].inputs) {
+      if (v < 0) continue;
+      ++readers[static_cast<size_t>(v)];
+      reader[static_cast<size_t>(v)] = static_cast<int>(ni);
+    }
+    for (int v : implicit_inputs_[ni]) readers[static_cast<size_t>(v)] += 2;
+  }
+  for (int o : g.outputs) readers[static_cast<size_t>(o)] += 2;
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    Plan::Step& step = plan.steps[ni];
+    const Node& n = g.nodes[ni];
+    if (!step.kernel || step.fused_into >= 0 || step.kind != StepKind::kExecute || n.outputs.size() != 1 || n.outputs[0] < 0) {
+      continue;
+    }
+    const size_t v = static_cast<size_t>(n.outputs[0]);
+    if (readers[v] != 1 || plan.kinds[v] != ValueKind::kArena) continue;
+    Plan::Step& next = plan.steps[static_cast<size_t>(reader[v])];
+    if (!next.kernel || next.kind != StepKind::kExecute || g.nodes[static_cast<size_t>(reader[v])].inputs[0] != n.outputs[0]) {
+      continue;
+    }
+    if (step.kernel->fuse_consumer(*next.kernel, next.ins, next.outs)) {
+      next.fused_into = static_cast<int>(ni);
+      next.kernel_name = "fused";
+      step.kernel_name = step.kernel->name();
+    }
+  }
 }
 
 void Session::run_unplanned(std::vector<Tensor>& slots, const ValueScope* outer) {
@@ -778,7 +845,9 @@ std::vector<Tensor> Session::execute(const ValueScope* outer) {
     }
     const auto t0 = options_.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     KernelContext ctx(n, step.ins, step.outs, pool);
-    if (step.kernel) {
+    if (step.fused_into >= 0) {
+      // Computed by its producer's kernel (profiled with no time of its own).
+    } else if (step.kernel) {
       step.kernel->run(ctx);
     } else if (step.schema->has_subgraphs) {
       const ValueScope scope{&g, &value_index_, nullptr, &plan.slots, outer};
@@ -804,8 +873,9 @@ std::vector<Tensor> Session::execute(const ValueScope* outer) {
       p.kernel = step.kernel_name;
       p.macs = step.cost.macs;
       p.bytes = step.cost.bytes_read + step.cost.bytes_written;
-      for (const Tensor* t : step.ins) p.input_shapes.push_back(t ? t->shape() : Shape{});
-      for (const Tensor* t : step.outs) p.output_shapes.push_back(t ? t->shape() : Shape{});
+      // The plan's shapes: a fused-away intermediate has no tensor.
+      p.input_shapes = step.in_shapes;
+      p.output_shapes = step.out_shapes;
     }
   }
   if (options_.profile) {

@@ -146,6 +146,7 @@ class Session {
 
  private:
   struct Plan;
+  void fuse_consumers(Plan& plan) const;
   // Body sessions (subgraphs of a control-flow node) are made by SessionSubgraphHost only.
   friend class SessionSubgraphHost;
   // A body session: `body`'s graph is a subgraph; it shares its parent's thread pool.

@@ -2,6 +2,7 @@
 // passes must give the reference runtime's results; steady-state runs must not allocate.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <random>
 
 #include "engine/core/half.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/runtime/session.h"
 
 // Counting global operator new: a steady-state Session::run must not call it. The replacements
@@ -493,6 +495,73 @@ TEST(SessionPlan, ConcatsThatCannotBeSlicedAreCopied) {
     Builder b;  // a graph output owns its buffer
     const int x = b.input("x", {1, 8, 8, 8});
     expect_copied(b.done({b.node("Concat", {conv(b, x, 8, 8, 3, 1), conv(b, x, 8, 8, 1, 2)}, axis1)}), "graph output");
+  }
+}
+
+// An expansion 1x1 conv whose only reader is a depthwise conv, with an intermediate too big for
+// L2 (96 x 112 x 112 floats: 4.8 MB), runs as one banded kernel where the AVX-512 depthwise
+// kernel is in use: the depthwise step is "fused", the intermediate gets no memory, and the
+// results are the reference's. A second reader, or the intermediate being a graph output, keeps
+// the two steps apart.
+std::shared_ptr<Model> expand_depthwise(bool second_reader, bool intermediate_is_output) {
+  Builder b;
+  const int x = b.input("x", {1, 16, 112, 112});
+  const int w1 = b.constant("w1", random_tensor({96, 16, 1, 1}, 21, 0.25f));
+  const int b1 = b.constant("b1", random_tensor({96}, 22));
+  const int e = b.node("Conv", {x, w1, b1}, {}, "expand");
+  const int r = b.node("Relu", {e}, {}, "relu");  // fused into the expansion at level 2
+  const int wd = b.constant("wd", random_tensor({96, 1, 3, 3}, 23, 0.3f));
+  const int d = b.node("Conv", {r, wd},
+                       {{"group", int64_t{96}},
+                        {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                        {"strides", std::vector<int64_t>{2, 2}}},
+                       "dw");
+  std::vector<int> outputs{d};
+  if (second_reader) outputs.push_back(b.node("GlobalAveragePool", {r}, {}, "gap"));
+  if (intermediate_is_output) outputs.push_back(r);
+  return b.done(outputs);
+}
+
+TEST(SessionPlan, ExpansionAndDepthwiseRunAsOneBandedKernel) {
+  const Tensor x = random_tensor({1, 16, 112, 112}, 24);
+  const int64_t intermediate_bytes = 96 * 112 * 112 * 4;
+  for (bool second_reader : {false, true}) {
+    for (bool intermediate_is_output : {false, true}) {
+      if (second_reader && intermediate_is_output) continue;
+      auto model = expand_depthwise(second_reader, intermediate_is_output);
+      Session ref(model, reference_options());
+      const std::vector<Tensor> want = ref.run({{"x", x}});
+      for (int threads : {1, 2}) {
+        SessionOptions o;
+        o.threads = threads;
+        o.profile = true;
+        Session s(model, o);
+        const std::vector<Tensor> got = s.run({{"x", x}});
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(max_rel_diff(got[i], want[i]), 1e-5) << "output " << i;
+        const std::vector<std::string> k = s.kernel_names();
+        const bool banded = std::any_of(k.begin(), k.end(), [](const std::string& n) {
+          return n.rfind("f32_conv1x1_dwconv3x3s2_bands+", 0) == 0;
+        });
+        const bool fused = std::find(k.begin(), k.end(), "fused") != k.end();
+        const bool expect = kernels::avx512_enabled() && !second_reader && !intermediate_is_output;
+        EXPECT_EQ(banded, expect) << "second reader " << second_reader << ", graph output " << intermediate_is_output;
+        EXPECT_EQ(fused, expect);
+        const MemoryStats m = s.memory_stats();
+        if (expect) {
+          EXPECT_LT(m.arena_bytes, intermediate_bytes) << "the intermediate is never stored";
+          // The profile still lists the depthwise node, with its shapes and no time of its own.
+          const auto& prof = s.last_profile();
+          const auto dw = std::find_if(prof.begin(), prof.end(), [](const NodeProfile& p) { return p.name == "dw"; });
+          ASSERT_NE(dw, prof.end());
+          EXPECT_EQ(dw->kernel, "fused");
+          EXPECT_EQ(dw->output_shapes, std::vector<Shape>{Shape({1, 96, 56, 56})});
+        } else if (!intermediate_is_output) {
+          EXPECT_GE(m.arena_bytes, intermediate_bytes);
+        }
+        EXPECT_LE(m.arena_bytes, m.lower_bound_bytes * 11 / 10 + 64);
+      }
+    }
   }
 }
 

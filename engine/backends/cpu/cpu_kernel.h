@@ -38,6 +38,16 @@ class CpuKernel {
   // Runs on outputs allocated with the shapes seen at preparation; inputs have those shapes.
   // Must not allocate in steady state (per-thread scratch that grows once is fine).
   virtual void run(KernelContext& ctx) = 0;
+  // Producer-consumer fusion, offered at plan time when `consumer`'s node is the only reader of
+  // this node's output: a kernel that can compute the consumer's outputs itself (so the
+  // intermediate tensor stays in cache) keeps the consumer's planned tensors, which stay valid
+  // for the plan's lifetime, and returns true; its run() then writes the consumer's outputs too
+  // and the session skips the consumer. The intermediate tensor is then never written.
+  virtual bool fuse_consumer(CpuKernel& consumer, std::span<const Tensor* const> consumer_inputs,
+                             std::span<Tensor* const> consumer_outputs) {
+    (void)consumer, (void)consumer_inputs, (void)consumer_outputs;
+    return false;
+  }
 };
 
 using CpuKernelFactory = std::function<std::unique_ptr<CpuKernel>(const CpuKernelPrepareContext&)>;

@@ -1,0 +1,84 @@
+// Banded 1×1 conv → depthwise conv (design in conv1x1_dwconv.h).
+#include "engine/kernels/conv1x1_dwconv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "engine/kernels/scratch.h"
+
+namespace xnn::kernels {
+namespace {
+
+// Input rows (image rows, clipped to the image) that depthwise output rows [oh0, oh1) read.
+struct RowRange {
+  int64_t begin, end;
+};
+RowRange input_rows(const DepthwiseParams& p, int64_t oh0, int64_t oh1) {
+  return {std::max<int64_t>(0, oh0 * p.stride - p.pad_t),
+          std::min<int64_t>(p.in_h, (oh1 - 1) * p.stride - p.pad_t + p.kernel)};
+}
+
+// About a third of a 1-2 MB L2: the band, the depthwise kernel's ring and output rows, and the
+// 1×1 stage's input rows stay in it together.
+constexpr int64_t kBandBytes = 384 * 1024;
+
+}  // namespace
+
+bool conv1x1_dwconv_supported(const PackedA& weights, const DepthwiseParams& dw, Isa isa) {
+  return dwconv_c16(dw, isa) && weights.family() == F32GemmKernels::kAvx512 && weights.rows() == dw.channels &&
+         f32_dwconv_supported(dw.kernel, dw.stride, 1);
+}
+
+int64_t conv1x1_dwconv_band_rows(const DepthwiseParams& dw) {
+  const int64_t row_bytes = std::max<int64_t>(1, dw.channels * dw.in_w * static_cast<int64_t>(sizeof(float)));
+  const int64_t in_rows = std::max<int64_t>(dw.kernel, kBandBytes / row_bytes);
+  return std::clamp<int64_t>((in_rows - dw.kernel) / dw.stride + 1, 1, std::max<int64_t>(dw.out_h, 1));
+}
+
+void f32_conv1x1_dwconv(const Conv1x1Stage& expand, const DwconvStage& dw, const float* input, float* output,
+                        ThreadPool* pool) {
+  const DepthwiseParams& p = dw.params;
+  XNN_CHECK(expand.weights && expand.weights->rows() == p.channels, "f32_conv1x1_dwconv: channel counts differ");
+  XNN_CHECK(p.in_channel_stride == 0 && p.in_row0 == 0, "f32_conv1x1_dwconv: the driver places the bands");
+  if (p.channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
+  const int64_t w = p.in_w, plane = p.in_h * p.in_w;
+  const int64_t band_out = conv1x1_dwconv_band_rows(p);
+  const int64_t band_in = (band_out - 1) * p.stride + p.kernel;  // buffer rows per channel
+  const int64_t buf_stride = band_in * w;
+  const GemmEpilogue ep1{expand.bias, nullptr, 0, expand.act};
+
+  // Contiguous ranges of output rows, one per thread (each then walks its bands in order).
+  const int64_t parts = std::clamp<int64_t>(pool ? pool->threads() : 1, 1, p.out_h);
+  parallel_for(pool, parts, [&](int64_t t) {
+    const int64_t oh_begin = t * p.out_h / parts, oh_end = (t + 1) * p.out_h / parts;
+    float* buf = thread_scratch_f32(static_cast<size_t>(p.channels * buf_stride), 3);
+    DepthwiseParams band = p;
+    band.in_channel_stride = buf_stride;
+    int64_t have0 = 0, have1 = 0;  // image rows [have0, have1) are in buf, row have0 first
+    for (int64_t oh0 = oh_begin; oh0 < oh_end; oh0 += band_out) {
+      const int64_t oh1 = std::min(oh_end, oh0 + band_out);
+      const RowRange need = input_rows(p, oh0, oh1);
+      if (need.begin >= have1 || need.begin < have0) {
+        have0 = have1 = need.begin;  // nothing to keep
+      } else if (need.begin > have0) {
+        // Keep the rows this band shares with the last one: move them to the front.
+        const int64_t keep = (have1 - need.begin) * w, from = (need.begin - have0) * w;
+        for (int64_t c = 0; c < p.channels; ++c)
+          std::memmove(buf + c * buf_stride, buf + c * buf_stride + from, static_cast<size_t>(keep) * sizeof(float));
+        have0 = need.begin;
+      }
+      if (need.end > have1) {
+        f32_gemm(*expand.weights, (need.end - have1) * w, MatrixRef{input + have1 * w, plane, 1},
+                 buf + (have1 - have0) * w, buf_stride, ep1, nullptr);
+        have1 = need.end;
+      }
+      band.in_row0 = have0;
+      for (int64_t c0 = 0; c0 < p.channels; c0 += 16) {
+        f32_dwconv_c16__avx512(band, c0, oh0, oh1, buf, dw.weights, dw.bias, dw.residual, dw.act, output);
+      }
+    }
+  });
+}
+
+}  // namespace xnn::kernels
