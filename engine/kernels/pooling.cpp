@@ -13,6 +13,7 @@ bool use_avx2(Isa isa) { return isa == Isa::kAvx2 && isa_supported(Isa::kAvx2); 
 // Which AVX2 row kernel a pool uses (kNone: the scalar path throughout).
 enum class RowKernel { kNone, kMax3x3s2, kMax3x3s2Zmm, kMax2x2s2, kMax, kAvg };
 constexpr int64_t kMaxVectorRows = 16;  // kernel heights beyond this run scalar
+constexpr int64_t kMaxC16PoolPlane = 4096;  // maxpool_c16: input pixels (256 KB a block)
 
 bool vector_geometry(const Pool2dParams& p, Isa isa) {
   return use_avx2(isa) && p.kernel_h <= kMaxVectorRows && (p.stride_w == 1 || p.stride_w == 2);
@@ -26,6 +27,19 @@ RowKernel max_row_kernel(const Pool2dParams& p, Isa isa) {
   if (p.stride_w == 2 && p.kernel_w == 3) return avx512_enabled() ? RowKernel::kMax3x3s2Zmm : RowKernel::kMax3x3s2;
   if (p.stride_w == 2 && p.kernel_w == 2) return RowKernel::kMax2x2s2;
   return RowKernel::kMax;
+}
+
+// 16 planes in the zmm lanes (f32_maxpool2d_c16__avx512) for small planes: output rows of at
+// most 16, where a row kernel call covers one vector or less, or of at most 32 where no zmm row
+// kernel applies. One thread, one process, against the row kernels: 256x27x27 -> 13x13 (3x3 s2,
+// SqueezeNet's last) 54-56 -> 46-48 us; 3x3 s1 pad 1 (GoogLeNet's inception pools) 528x14x14
+// 296 -> 77 us, 832x7x7 290 -> 33, 480x28x28 660-680 -> 341-344; 832x14x14 -> 7x7 s2 133 -> 44.
+// Not 128x55x55 -> 27x27 (3x3 s2): the zmm row kernel 94 us, c16 113-115. Windows of fewer
+// than 9 taps keep the row kernels.
+bool maxpool_c16(const Pool2dParams& p, Isa isa) {
+  if (!use_avx2(isa) || !avx512_enabled() || p.in_h * p.in_w > kMaxC16PoolPlane) return false;
+  if (p.kernel_h * p.kernel_w < 9) return false;  // 2x2 windows: the row kernels (not measured)
+  return p.out_w <= 16 || (p.out_w <= 32 && max_row_kernel(p, isa) != RowKernel::kMax3x3s2Zmm);
 }
 
 RowKernel avg_row_kernel(const Pool2dParams& p, Isa isa) {
@@ -229,6 +243,10 @@ std::string suffix(Isa isa) { return use_avx2(isa) ? "__avx2" : "__scalar"; }
 
 void f32_maxpool2d(const Pool2dParams& p, const float* x, float* y, ThreadPool* pool, Isa isa) {
   if (p.planes <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
+  if (maxpool_c16(p, isa)) {
+    parallel_for(pool, (p.planes + 15) / 16, [&](int64_t b) { f32_maxpool2d_c16__avx512(p, 16 * b, x, y); });
+    return;
+  }
   const RowKernel rk = max_row_kernel(p, isa);
   const int64_t in_size = p.in_h * p.in_w, out_size = p.out_h * p.out_w;
   for_planes(p.planes, std::max(in_size, out_size), pool,
@@ -259,6 +277,7 @@ void f32_global_avgpool(int64_t planes, int64_t plane_size, const float* x, floa
 }
 
 std::string maxpool2d_kernel_name(const Pool2dParams& p, Isa isa) {
+  if (maxpool_c16(p, isa)) return "f32_maxpool2d_c16__avx512";
   switch (max_row_kernel(p, isa)) {
     case RowKernel::kNone: return "f32_maxpool2d__scalar";
     case RowKernel::kMax3x3s2:

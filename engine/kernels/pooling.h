@@ -15,7 +15,9 @@
 // deinterleaves even/odd input columns with in-lane shuffles and undoes the lane order once per
 // 8 outputs. The 3×3 and 2×2 stride-2 max pools have their own row kernels (fewer loads); on
 // AVX-512 CPUs the K×3 stride-2 max pools take a zmm row kernel (16 outputs per vector, the row's
-// last block masked).
+// last block masked), and small planes with 16 channels in the zmm lanes instead
+// (f32_maxpool2d_c16__avx512: windows of 9 taps or more, output rows of at most 16, or 32
+// without a zmm row kernel).
 // Windows that cross the left/right border, and other geometries, run the scalar path.
 #pragma once
 #include <cstdint>
@@ -60,6 +62,9 @@ void f32_maxpool2d_2x2s2_rest__avx2(const float* const* rows, int64_t nrows, int
 // `count` outputs of a K×3 stride-2 max pool (any count: 16 per zmm, the last block masked),
 // rows as above; reads only the windows' columns, [0, 2 * count].
 void f32_maxpool2d_3x3s2_row__avx512(const float* const* rows, int64_t nrows, int64_t count, float* out);
+// Planes [c0, c0 + 16) ∩ [0, planes) of a max pool with any geometry, 16 planes in the zmm
+// lanes (f32_maxpool2d takes it for small planes; scratch slot 2).
+void f32_maxpool2d_c16__avx512(const Pool2dParams& p, int64_t c0, const float* x, float* y);
 // The same for any kernel size with stride_w 1 or 2 (max and average; average divides each
 // window's sum, taken in window order, by `divisor`).
 void f32_maxpool2d_row__avx2(const float* const* rows, int64_t nrows, int64_t kernel_w, int64_t stride_w,

@@ -8,8 +8,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <limits>
 
+#include "engine/kernels/c16_avx512.h"
 #include "engine/kernels/pooling.h"
+#include "engine/kernels/scratch.h"
 
 namespace xnn::kernels {
 
@@ -37,6 +40,44 @@ void f32_maxpool2d_3x3s2_row__avx512(const float* const* rows, int64_t nrows, in
     }
     _mm512_mask_storeu_ps(out + o, lanes(n, 0), best);
   }
+}
+
+// Small planes with 16 channels in the lanes: the block's input planes transposed to HWC16 (flat
+// over the plane, 16 pixels per transpose), each output pixel one max_ps per tap in window order,
+// the result transposed back (c16::ChannelWriter). On a 13-wide output row the row kernel spends
+// a call, masks and three permutes per input row on one vector of outputs.
+void f32_maxpool2d_c16__avx512(const Pool2dParams& p, int64_t c0, const float* x, float* y) {
+  using c16::kLanes;
+  const int64_t nc = std::min<int64_t>(kLanes, p.planes - c0);
+  const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
+  const int64_t out_pixels = c16::ChannelWriter::pixels_capacity(p.out_w, 0);
+  float* in16 = thread_scratch_f32(static_cast<size_t>((in_plane + out_pixels) * kLanes), 2);
+  float* out16 = in16 + in_plane * kLanes;
+  c16::transpose_rows_in(x + c0 * in_plane, in_plane, nc, in_plane, in16);
+  c16::ChannelWriter out(out16, nc, out_plane, 0, nullptr, y + c0 * out_plane, Activation{});
+  const __m512 empty = _mm512_set1_ps(std::numeric_limits<float>::lowest());
+  for (int64_t oy = 0; oy < p.out_h; ++oy) {
+    const int64_t ih0 = oy * p.stride_h - p.pad_t;
+    const int64_t kh0 = std::max<int64_t>(0, -ih0), kh1 = std::clamp<int64_t>(p.in_h - ih0, kh0, p.kernel_h);
+    float* dst = out.next();
+    for (int64_t ox = 0; ox < p.out_w; ++ox) {
+      const int64_t iw0 = ox * p.stride_w - p.pad_l;
+      const int64_t kw0 = std::max<int64_t>(0, -iw0), kw1 = std::clamp<int64_t>(p.in_w - iw0, kw0, p.kernel_w);
+      __m512 best = empty;
+      if (kh0 < kh1 && kw0 < kw1) {
+        best = _mm512_loadu_ps(in16 + ((ih0 + kh0) * p.in_w + iw0 + kw0) * kLanes);  // the first tap seeds it
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const float* row = in16 + ((ih0 + kh) * p.in_w + iw0) * kLanes;
+          for (int64_t kw = kh == kh0 ? kw0 + 1 : kw0; kw < kw1; ++kw) {
+            best = _mm512_max_ps(_mm512_loadu_ps(row + kw * kLanes), best);
+          }
+        }
+      }
+      _mm512_storeu_ps(dst + ox * kLanes, best);
+    }
+    out.commit(p.out_w);
+  }
+  out.finish();
 }
 
 }  // namespace xnn::kernels

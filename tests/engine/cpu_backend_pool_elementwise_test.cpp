@@ -277,13 +277,15 @@ TEST(PoolKernel, ModelShapes) {
     const std::string name = expect_matches_reference(make_case("MaxPool", {random_tensor(rng, g.x)}, pool_attrs(g)),
                                                       0, describe(g));
     if (kernels::isa_supported(Isa::kAvx2)) {
-      const std::string max3x3 =
-          kernels::avx512_enabled() ? "f32_maxpool2d_3x3s2__avx512" : "f32_maxpool2d_3x3s2__avx2";
-      EXPECT_EQ(name, g.kh == 3 ? max3x3 : "f32_maxpool2d_2x2s2__avx2");
+      const bool zmm = kernels::avx512_enabled();
+      const std::string max3x3 = !zmm                 ? "f32_maxpool2d_3x3s2__avx2"
+                                 : g.x[2] <= 27 ? "f32_maxpool2d_c16__avx512"  // 13-wide output rows
+                                                : "f32_maxpool2d_3x3s2__avx512";
+      EXPECT_EQ(name, g.kh == 3 ? max3x3 : "f32_maxpool2d_2x2s2__avx2") << describe(g);
     }
   }
   // YOLO's SPP max pools (stride 1, large windows), a tall window beyond the vector kernels'
-  // 16 rows, a stride-3 pool (scalar).
+  // 16 rows, a stride-3 pool (scalar without AVX-512).
   const PoolGeometry others[] = {{{1, 4, 20, 20}, 5, 5, 1, 1, 2, 2, 2, 2},
                                  {{1, 4, 20, 20}, 9, 9, 1, 1, 4, 4, 4, 4},
                                  {{1, 4, 20, 26}, 13, 13, 1, 1, 6, 6, 6, 6},
@@ -293,7 +295,9 @@ TEST(PoolKernel, ModelShapes) {
     const std::string name = expect_matches_reference(make_case("MaxPool", {random_tensor(rng, g.x)}, pool_attrs(g)),
                                                       0, describe(g));
     if (kernels::isa_supported(Isa::kAvx2)) {
-      EXPECT_EQ(name, g.kh <= 16 && g.sw <= 2 ? "f32_maxpool2d__avx2" : "f32_maxpool2d__scalar") << describe(g);
+      // With AVX-512 all of them are small planes with 16 channels in the zmm lanes.
+      const std::string row_or_scalar = g.kh <= 16 && g.sw <= 2 ? "f32_maxpool2d__avx2" : "f32_maxpool2d__scalar";
+      EXPECT_EQ(name, kernels::avx512_enabled() ? "f32_maxpool2d_c16__avx512" : row_or_scalar) << describe(g);
     }
   }
   for (int64_t include : {0, 1}) {
