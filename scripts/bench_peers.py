@@ -246,8 +246,9 @@ def cpu_peak(override):
                      % (FMA_PIPES, LANES, FLOP_PER_FMA, cores, FMA_PIPES, LANES, FLOP_PER_FMA,
                         mhz / 1000.0, per_core * cores, src))
         if "avx512f" in flags:
-            lines.append("  note: this CPU also has AVX-512 (16 lanes), which can double the peak; xnn-lab's"
-                         " GEMM uses it, its Winograd and depthwise kernels are AVX2 (8 lanes)")
+            lines.append("  note: this CPU also has AVX-512 (16 lanes), which doubles the peak; xnn-lab's GEMM,"
+                         " depthwise and Winograd GEMM use it, and GFLOP/s counts a Winograd layer's direct"
+                         " MACs, so %peak can pass 100%")
         if "hypervisor" in flags:
             lines.append("  note: virtual machine; the reported clock may not be the turbo clock")
     else:

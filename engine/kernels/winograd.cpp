@@ -608,13 +608,17 @@ void WinogradConv3x3::run_batch(int64_t images, const float* input, int64_t inpu
 // winograd_bench warm F(4,3) 3.05 ms vs im2col 2.28 ms (cold 3.14 vs 3.36); inside ResNet-18
 // (--tune, per-op profile) 3.67 vs 2.73 ms for each of layer4's three stride-1 convolutions.
 // 256 @ 14 (16 tiles) stays Winograd there: 1.38 vs 2.03 ms warm.
-// Transformed weights on small planes cost more to stream than F(4,3) saves: at 13×13 each multiply
-// saved reads 0.15 bytes of U (36·4 bytes per channel pair over 169 outputs that save 5.6
-// multiplies each), which comes from L3 or DRAM in a whole network (SqueezeNet's 64->256 @ 13:
-// U = 2.4 MB). Above kMaxWinogradWeightBytesPerSavedMultiply (0.1: planes of 14×14 and smaller)
-// the zmm im2col GEMM, reading 1/4 of those bytes, takes them: SqueezeNet 1.1 7-10% faster, GoogLeNet 4-5%
-// (one thread, four alternating rounds each, 2026-12-06); 27×27 (0.03) and 28×28 stay Winograd
-// (letting ResNet-18's 128 @ 28 go to im2col made the model 8% slower).
+// Transformed weights on small planes can cost more to stream than F(4,3) saves: at 14×14 each
+// multiply saved reads 0.12 bytes of U (36·4 bytes per channel pair over 196 outputs that save
+// 6.1 multiplies each), and in a whole network U comes from L3 or DRAM. Above
+// kMaxWinogradWeightBytesPerSavedMultiply (0.1: planes of 14×14 and smaller), when U is also
+// larger than kMinStreamedWinogradWeightBytes, the zmm im2col GEMM (reading 1/4 of those bytes)
+// takes the layer: GoogLeNet's 3×3 layers at 14×14 and 7×7 (U 2.9-7.4 MB) 6.6-6.8 -> 5.6-5.7 ms
+// in all (per-op profile, alternating binaries, 1 thread, 2026-12-06). SqueezeNet's 13×13
+// layers (U 1.3 and 2.4 MB) went either way with the VM's phase (the model 7-10% faster in
+// three A/B runs, those layers 7-20% slower in a later one), so they stay Winograd; 27×27
+// (0.03 bytes per saved multiply) and 28×28 stay too (ResNet-18's 128 @ 28 as im2col: the model
+// 8% slower).
 std::optional<WinogradTile> choose_winograd_tile(int64_t cin, int64_t cout, int64_t oh, int64_t ow, Isa isa) {
   if (cin < 8 || cout < 8 || oh <= 0 || ow <= 0) return std::nullopt;
   auto work = [&](int64_t m) {
@@ -628,8 +632,9 @@ std::optional<WinogradTile> choose_winograd_tile(int64_t cin, int64_t cout, int6
   const int64_t tiles43 = ((oh + 3) / 4) * ((ow + 3) / 4);
   // Transformed weights are read from memory once per run, 144·cin·cout bytes, however few the
   // outputs; per multiply that F(4,3) saves over im2col that is 144 / (oh·ow·(9 − w43)) bytes.
-  if (!f63 && isa == Isa::kAvx2 && avx512_enabled() &&
-      transformed_weight_bytes(cout, cin, WinogradTile::kF43) <= kMaxTransformedWeightBytes &&
+  const size_t u43 = transformed_weight_bytes(cout, cin, WinogradTile::kF43);
+  if (!f63 && isa == Isa::kAvx2 && avx512_enabled() && u43 <= kMaxTransformedWeightBytes &&
+      u43 > kMinStreamedWinogradWeightBytes &&
       144.0 / (static_cast<double>(oh * ow) * (9.0 - w43)) > kMaxWinogradWeightBytesPerSavedMultiply) {
     return std::nullopt;
   }

@@ -66,9 +66,11 @@ inline constexpr size_t kMaxTransformedWeightBytes = size_t{8} << 20;
 // With AVX-512, a layer that would keep raw weights and has at most this many F(4,3) tiles per
 // image runs im2col + the zmm GEMM instead (choose_winograd_tile, measurements in winograd.cpp).
 inline constexpr int64_t kMaxTilesForZmmGemmOverRawWinograd = 4;
-// With AVX-512, a layer with transformed weights whose U bytes per multiply F(4,3) saves exceed
-// this runs im2col + the zmm GEMM instead (planes of 14x14 and smaller; winograd.cpp).
+// With AVX-512, a layer with transformed weights larger than kMinStreamedWinogradWeightBytes whose
+// U bytes per multiply F(4,3) saves exceed kMaxWinogradWeightBytesPerSavedMultiply runs im2col +
+// the zmm GEMM instead (planes of 14x14 and smaller; measurements in winograd.cpp).
 inline constexpr double kMaxWinogradWeightBytesPerSavedMultiply = 0.1;
+inline constexpr size_t kMinStreamedWinogradWeightBytes = size_t{5} << 19;  // 2.5 MiB
 
 class WinogradConv3x3 {
  public:
