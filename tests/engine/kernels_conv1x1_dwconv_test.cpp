@@ -32,15 +32,8 @@ struct PairCase {
 // Runs the case both ways at `threads` threads; returns the largest difference relative to the
 // largest output magnitude (0 when every output matches bit for bit).
 double compare(const PairCase& c, int threads, std::mt19937& rng) {
-  DepthwiseParams p;
-  p.channels = c.channels;
-  p.in_h = c.h;
-  p.in_w = c.w;
-  p.kernel = c.kernel;
-  p.stride = c.stride;
-  p.pad_t = p.pad_l = c.pad;
-  p.out_h = (c.h + 2 * c.pad - c.kernel) / c.stride + 1;
-  p.out_w = (c.w + 2 * c.pad - c.kernel) / c.stride + 1;
+  const int64_t oh = (c.h + 2 * c.pad - c.kernel) / c.stride + 1, ow = (c.w + 2 * c.pad - c.kernel) / c.stride + 1;
+  const DepthwiseParams p{c.channels, c.h, c.w, oh, ow, c.kernel, c.stride, c.pad, c.pad};
   const std::vector<float> x = random_vector(rng, c.cin * c.h * c.w), w1 = random_vector(rng, c.channels * c.cin),
                            b1 = random_vector(rng, c.channels),
                            wd = random_vector(rng, c.channels * c.kernel * c.kernel),
