@@ -204,8 +204,10 @@ int run_bench(const BenchArgs& a) {
       const double ms = t->total_ms / std::max(profiled_runs, 1);
       const double pct = sum > 0 ? 100.0 * t->total_ms / sum : 0;
       cum += pct;
-      const double gflops = ms > 0 ? 2.0 * t->first.macs / (ms * 1e6) : 0;
-      std::printf("%-28.28s %-14.14s %-40.40s %9.4f %7.2f %7.2f %9.2f\n", t->first.name.c_str(), t->first.op_type.c_str(),
+      // A step computed by its producer's kernel ("fused") has no time of its own to divide by.
+      char gflops[32] = "-";
+      if (ms > 0 && t->first.kernel != "fused") std::snprintf(gflops, sizeof gflops, "%.2f", 2.0 * t->first.macs / (ms * 1e6));
+      std::printf("%-28.28s %-14.14s %-40.40s %9.4f %7.2f %7.2f %9s\n", t->first.name.c_str(), t->first.op_type.c_str(),
                   t->first.kernel.c_str(), ms, pct, cum, gflops);
     }
   }
