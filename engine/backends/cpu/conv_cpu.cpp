@@ -57,9 +57,11 @@ struct ConvShape {
 };
 
 // Smallest 1x1 output banded together with its depthwise reader. Measured one pair at a time
-// with warm caches (f32_conv1x1_dwconv vs f32_gemm then f32_dwconv, 1 thread): 96x112x112
-// (4.8 MB) 0.59-0.62x the time; 144x56x56 (1.8 MB) 0.97-1.03x, 192x28x28 1.06-1.10x (the bands'
-// fixed costs with nothing to save).
+// with warm caches (f32_conv1x1_dwconv vs f32_gemm then f32_dwconv, 1 thread; the VM's phases
+// move it): 96x112x112 (4.8 MB) 0.59-0.69x the time in one harness, 0.89-0.91x in
+// xnn_kernel_bench's BM_f32_conv1x1_dwconv_* an hour later; 144x56x56 (1.8 MB) 0.97-1.07x,
+// 192x28x28 1.02-1.10x (the bands' fixed costs with nothing to save). In MobileNetV2 the pair
+// took 0.81x; banding from 1 MB up gained nothing end to end.
 constexpr int64_t kMinBandedConv1x1Bytes = int64_t{4} << 20;
 
 class ConvKernel final : public CpuKernel {
