@@ -40,6 +40,7 @@ void f32_conv1x1_dwconv(const Conv1x1Stage& expand, const DwconvStage& dw, const
                         ThreadPool* pool) {
   const DepthwiseParams& p = dw.params;
   XNN_CHECK(expand.weights && expand.weights->rows() == p.channels, "f32_conv1x1_dwconv: channel counts differ");
+  XNN_CHECK(!expand.residual, "f32_conv1x1_dwconv: the 1x1 stage takes no residual");
   XNN_CHECK(p.in_channel_stride == 0 && p.in_row0 == 0, "f32_conv1x1_dwconv: the driver places the bands");
   if (p.channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
   const int64_t w = p.in_w, plane = p.in_h * p.in_w;
@@ -77,6 +78,44 @@ void f32_conv1x1_dwconv(const Conv1x1Stage& expand, const DwconvStage& dw, const
       for (int64_t c0 = 0; c0 < p.channels; c0 += 16) {
         f32_dwconv_c16__avx512(band, c0, oh0, oh1, buf, dw.weights, dw.bias, dw.residual, dw.act, output);
       }
+    }
+  });
+}
+
+bool dwconv_conv1x1_supported(const DepthwiseParams& dw, const PackedA& weights, Isa isa) {
+  return dwconv_c16(dw, isa) && weights.family() == F32GemmKernels::kAvx512 && weights.depth() == dw.channels &&
+         f32_dwconv_supported(dw.kernel, dw.stride, 1);
+}
+
+int64_t dwconv_conv1x1_band_rows(const DepthwiseParams& dw) {
+  const int64_t row_bytes = std::max<int64_t>(1, dw.channels * dw.out_w * static_cast<int64_t>(sizeof(float)));
+  return std::clamp<int64_t>(kBandBytes / row_bytes, 1, std::max<int64_t>(dw.out_h, 1));
+}
+
+void f32_dwconv_conv1x1(const DwconvStage& dw, const Conv1x1Stage& project, const float* input, float* output,
+                        ThreadPool* pool) {
+  const DepthwiseParams& p = dw.params;
+  XNN_CHECK(project.weights && project.weights->depth() == p.channels, "f32_dwconv_conv1x1: channel counts differ");
+  XNN_CHECK(!dw.residual, "f32_dwconv_conv1x1: the depthwise stage takes no residual");
+  XNN_CHECK(p.out_channel_stride == 0 && p.out_row0 == 0, "f32_dwconv_conv1x1: the driver places the bands");
+  if (p.channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
+  const int64_t band_rows = dwconv_conv1x1_band_rows(p);
+  const int64_t buf_stride = band_rows * p.out_w, out_plane = p.out_h * p.out_w;
+  const int64_t parts = std::clamp<int64_t>(pool ? pool->threads() : 1, 1, p.out_h);
+  parallel_for(pool, parts, [&](int64_t t) {
+    const int64_t oh_begin = t * p.out_h / parts, oh_end = (t + 1) * p.out_h / parts;
+    float* buf = thread_scratch_f32(static_cast<size_t>(p.channels * buf_stride), 3);
+    DepthwiseParams band = p;
+    band.out_channel_stride = buf_stride;
+    for (int64_t oh0 = oh_begin; oh0 < oh_end; oh0 += band_rows) {
+      const int64_t oh1 = std::min(oh_end, oh0 + band_rows), first = oh0 * p.out_w;
+      band.out_row0 = oh0;
+      for (int64_t c0 = 0; c0 < p.channels; c0 += 16) {
+        f32_dwconv_c16__avx512(band, c0, oh0, oh1, input, dw.weights, dw.bias, nullptr, dw.act, buf);
+      }
+      const GemmEpilogue ep{project.bias, project.residual ? project.residual + first : nullptr, out_plane, project.act};
+      f32_gemm(*project.weights, (oh1 - oh0) * p.out_w, MatrixRef{buf, buf_stride, 1}, output + first, out_plane, ep,
+               nullptr);
     }
   });
 }

@@ -1,5 +1,6 @@
-// fp32 1×1 convolution feeding a depthwise convolution, computed in bands of rows so the
-// intermediate tensor never leaves the cache: the expansion and depthwise pair of MobileNet-style
+// fp32 1×1 convolution feeding a depthwise convolution (and a depthwise convolution feeding a
+// 1×1 one, f32_dwconv_conv1x1 below), computed in bands of rows so the intermediate tensor never
+// leaves the cache: the expansion and depthwise pair of MobileNet-style
 // inverted bottlenecks (MobileNetV2/V3, EfficientNet), whose expanded tensor (96×112×112: 4.8 MB)
 // is written to memory by the 1×1 GEMM and read back by the depthwise conv when run as two ops.
 //
@@ -25,12 +26,13 @@
 
 namespace xnn::kernels {
 
-// The 1×1 stage: weights packed as A (rows = channels of the depthwise stage, depth = input
-// channels), optional bias, activation (no residual: its output is consumed in the cache).
+// The 1×1 stage: weights packed as A, optional bias, activation, and (after a depthwise stage
+// only: f32_dwconv_conv1x1) a residual in its output's layout.
 struct Conv1x1Stage {
   const PackedA* weights = nullptr;
   const float* bias = nullptr;
   Activation act;
+  const float* residual = nullptr;
 };
 
 // The depthwise stage: geometry (in_channel_stride and in_row0 left 0: the driver sets them),
@@ -53,6 +55,18 @@ int64_t conv1x1_dwconv_band_rows(const DepthwiseParams& dw);
 
 // One image: input [weights.depth()][in_h][in_w], output [channels][out_h][out_w].
 void f32_conv1x1_dwconv(const Conv1x1Stage& expand, const DwconvStage& dw, const float* input, float* output,
+                        ThreadPool* pool);
+
+// The other order, a depthwise conv whose output only a 1x1 conv reads (an inverted bottleneck's
+// depthwise and projection): per band of depthwise output rows (all channels, about 384 KB, scratch
+// slot 3) the depthwise kernel writes the band (DepthwiseParams::out_channel_stride, out_row0)
+// and the 1x1 GEMM reads it in place for the same rows of its output. The projection's small M
+// (24-32 output channels) makes it bound by reading its input, which then comes from L2.
+// The depthwise stage has no residual.
+bool dwconv_conv1x1_supported(const DepthwiseParams& dw, const PackedA& weights, Isa isa);
+int64_t dwconv_conv1x1_band_rows(const DepthwiseParams& dw);
+// One image: input [channels][in_h][in_w], output [project.weights->rows()][out_h][out_w].
+void f32_dwconv_conv1x1(const DwconvStage& dw, const Conv1x1Stage& project, const float* input, float* output,
                         ThreadPool* pool);
 
 }  // namespace xnn::kernels

@@ -218,7 +218,8 @@ void f32_dwconv(const DepthwiseParams& p, const float* input, const float* weigh
   XNN_CHECK(p.pad_t >= 0 && p.pad_l >= 0, "f32_dwconv: negative padding");
   if (p.channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
   if (dwconv_c16(p, isa)) return dwconv_c16_blocks(p, input, weights, bias, residual, act, output, pool);
-  XNN_CHECK(p.in_channel_stride == 0 && p.in_row0 == 0, "f32_dwconv: input bands need the AVX-512 kernel");
+  XNN_CHECK(p.in_channel_stride == 0 && p.in_row0 == 0 && p.out_channel_stride == 0 && p.out_row0 == 0,
+            "f32_dwconv: bands need the AVX-512 kernel");
   if (dwconv_channels_in_lanes(p, isa)) return dwconv_channel_blocks(p, input, weights, bias, residual, act, output, pool);
   const DwPadRow pad_row = dwconv_pad_row(p);
   const int64_t k = p.kernel, s = p.stride;

@@ -32,11 +32,15 @@ struct DepthwiseParams {
   int64_t kernel = 3;  // 3, 5 or 7
   int64_t stride = 1;  // 1 or 2
   int64_t pad_t = 0, pad_l = 0;
-  // Where the input rows live (honoured by f32_dwconv_c16__avx512, which a fused producer feeds
-  // a band of rows at a time): image row r of channel c at input + c * in_channel_stride +
+  // Where the input rows live (honoured by f32_dwconv_c16__avx512 only, which a fused producer
+  // feeds a band of rows at a time): image row r of channel c at input + c * in_channel_stride +
   // (r - in_row0) * in_w. Defaults: whole planes.
   int64_t in_channel_stride = 0;  // 0: in_h * in_w
   int64_t in_row0 = 0;
+  // Likewise for the output rows (a fused consumer reads them a band at a time): output row r of
+  // channel c at output + c * out_channel_stride + (r - out_row0) * out_w; no residual then.
+  int64_t out_channel_stride = 0;  // 0: out_h * out_w
+  int64_t out_row0 = 0;
 };
 
 // Kernel 3, 5 or 7, stride 1 or 2, dilation 1.

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/core/error.h"
 #include "engine/kernels/c16_avx512.h"
 #include "engine/kernels/depthwise.h"
 #include "engine/kernels/scratch.h"
@@ -156,7 +157,8 @@ void run_task(const Task& t, const Activation& act) {
   };
 
   // 4. Finished pixels back to NCHW.
-  c16::ChannelWriter out(out16, t.nc, out_plane, t.oh0 * p.out_w, t.residual, t.output, act);
+  const int64_t out_cstride = p.out_channel_stride ? p.out_channel_stride : out_plane;
+  c16::ChannelWriter out(out16, t.nc, out_cstride, (t.oh0 - p.out_row0) * p.out_w, t.residual, t.output, act);
 
   // 3. Output rows.
   const float* rows[K];
@@ -183,8 +185,10 @@ void f32_dwconv_c16__avx512(const DepthwiseParams& p, int64_t c0, int64_t oh0, i
                             const float* weights, const float* bias, const float* residual, const Activation& act,
                             float* output) {
   const int64_t nc = std::min<int64_t>(kLanes, p.channels - c0);
+  XNN_CHECK(!residual || (p.out_channel_stride == 0 && p.out_row0 == 0), "f32_dwconv_c16: no residual into output bands");
   const int64_t kk = p.kernel * p.kernel, out_plane = p.out_h * p.out_w;
   const int64_t in_cstride = p.in_channel_stride ? p.in_channel_stride : p.in_h * p.in_w;
+  const int64_t out_cstride = p.out_channel_stride ? p.out_channel_stride : out_plane;
   const Task t{&p,
                nc,
                oh0,
@@ -193,7 +197,7 @@ void f32_dwconv_c16__avx512(const DepthwiseParams& p, int64_t c0, int64_t oh0, i
                weights + c0 * kk,
                bias ? bias + c0 : nullptr,
                residual ? residual + c0 * out_plane : nullptr,
-               output + c0 * out_plane};
+               output + c0 * out_cstride};
   switch (p.kernel * 10 + p.stride) {
     case 31: return run_task<3, 1>(t, act);
     case 32: return run_task<3, 2>(t, act);

@@ -565,5 +565,36 @@ TEST(SessionPlan, ExpansionAndDepthwiseRunAsOneBandedKernel) {
   }
 }
 
+// The other order: a depthwise conv (1.8 MB of output) whose only reader is a 1x1 projection with
+// a residual Add (fused into it at level 2) runs as one banded kernel on AVX-512 CPUs.
+TEST(SessionPlan, DepthwiseAndProjectionRunAsOneBandedKernel) {
+  Builder b;
+  const int x = b.input("x", {1, 144, 56, 56});
+  const int r = b.input("r", {1, 24, 56, 56});
+  const int wd = b.constant("wd", random_tensor({144, 1, 3, 3}, 31, 0.3f));
+  const int d = b.node("Conv", {x, wd}, {{"group", int64_t{144}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "dw");
+  const int clip = b.node("Clip", {d, b.constant("lo", Tensor::scalar(0.0f)), b.constant("hi", Tensor::scalar(6.0f))});
+  const int w2 = b.constant("w2", random_tensor({24, 144, 1, 1}, 32, 0.1f));
+  const int p = b.node("Conv", {clip, w2, b.constant("b2", random_tensor({24}, 33))}, {}, "project");
+  const int y = b.node("Add", {p, r}, {}, "residual");
+  auto model = b.done({y});
+  const std::map<std::string, Tensor> in{{"x", random_tensor({1, 144, 56, 56}, 34)}, {"r", random_tensor({1, 24, 56, 56}, 35)}};
+  Session ref(model, reference_options());
+  const Tensor want = ref.run(in)[0];
+  for (int threads : {1, 2}) {
+    SessionOptions o;
+    o.threads = threads;
+    Session s(model, o);
+    EXPECT_LE(max_rel_diff(s.run(in)[0], want), 1e-5) << threads << " threads";
+    const std::vector<std::string> k = s.kernel_names();
+    const bool banded = std::any_of(k.begin(), k.end(), [](const std::string& n) {
+      return n.rfind("f32_dwconv3x3s1_conv1x1_bands+", 0) == 0;
+    });
+    EXPECT_EQ(banded, kernels::avx512_enabled());
+    EXPECT_EQ(std::find(k.begin(), k.end(), "fused") != k.end(), kernels::avx512_enabled());
+    if (kernels::avx512_enabled()) EXPECT_LT(s.memory_stats().arena_bytes, 144 * 56 * 56 * 4);
+  }
+}
+
 }  // namespace
 }  // namespace xnn

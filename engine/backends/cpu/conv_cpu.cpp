@@ -24,7 +24,9 @@
 // Producer-consumer fusion (fuse_consumer): a 1x1 GEMM conv whose only reader is a depthwise
 // conv on the AVX-512 kernels computes both, in bands of rows (kernels/conv1x1_dwconv.h), when
 // its output is at least kMinBandedConv1x1Bytes: the expansion and depthwise of an inverted
-// bottleneck, whose expanded tensor otherwise goes to memory and back.
+// bottleneck, whose expanded tensor otherwise goes to memory and back. Likewise a depthwise
+// conv whose only reader is a 1x1 conv (the projection, residual included), from
+// kMinBandedDwconvBytes of depthwise output.
 #include <chrono>
 #include <optional>
 
@@ -63,6 +65,12 @@ struct ConvShape {
 // 192x28x28 1.02-1.10x (the bands' fixed costs with nothing to save). In MobileNetV2 the pair
 // took 0.81x; banding from 1 MB up gained nothing end to end.
 constexpr int64_t kMinBandedConv1x1Bytes = int64_t{4} << 20;
+// Smallest depthwise output banded together with its 1x1 reader (the projection of an inverted
+// bottleneck, 16-32 output channels: bound by reading that output). One pair at a time, warm
+// caches, 1 thread (f32_dwconv_conv1x1 vs f32_dwconv then f32_gemm): 144x56x56 (1.8 MB) -> 24
+// with residual 0.81-0.83x, 32x112x112 -> 16 0.81-0.82x; 144x28x28 -> 32 0.96-0.99x, 192x28x28
+// -> 32 0.99-1.03x, 576x14x14 -> 96 1.05x.
+constexpr int64_t kMinBandedDwconvBytes = int64_t{1} << 20;
 
 class ConvKernel final : public CpuKernel {
  public:
@@ -91,6 +99,11 @@ class ConvKernel final : public CpuKernel {
   }
 
   std::string name() const override {
+    if (banded_pw_) {
+      const std::string k = std::to_string(s_.kh);
+      return "f32_dwconv" + k + "x" + k + "s" + std::to_string(s_.sh) + "_conv1x1_bands+" +
+             kernels::dwconv_kernel_name(dw_params(), isa_) + "+" + kernels::gemm_kernel_name(isa_);
+    }
     if (banded_dw_) {
       const kernels::DepthwiseParams p = banded_dw_->kernel->dw_params();
       const std::string k = std::to_string(p.kernel);
@@ -113,6 +126,7 @@ class ConvKernel final : public CpuKernel {
 
   bool fuse_consumer(CpuKernel& consumer, std::span<const Tensor* const> consumer_inputs,
                      std::span<Tensor* const> consumer_outputs) override {
+    if (algo_ == ConvAlgo::kDepthwise) return fuse_projection(consumer, consumer_inputs, consumer_outputs);
     auto* dw = dynamic_cast<ConvKernel*>(&consumer);
     if (!dw || banded_dw_ || algo_ != ConvAlgo::kGemm1x1 || s_.group != 1 || has_residual_) return false;
     if (dw->algo_ != ConvAlgo::kDepthwise || dw->s_.n != s_.n || dw->s_.cin != s_.cout || dw->s_.h != s_.oh ||
@@ -127,8 +141,27 @@ class ConvKernel final : public CpuKernel {
     return true;
   }
 
+  // The other order: this depthwise conv and its only reader, a group-1 1x1 GEMM conv (residual
+  // allowed), in bands of depthwise output rows.
+  bool fuse_projection(CpuKernel& consumer, std::span<const Tensor* const> consumer_inputs,
+                       std::span<Tensor* const> consumer_outputs) {
+    auto* pw = dynamic_cast<ConvKernel*>(&consumer);
+    if (!pw || banded_pw_ || has_residual_ || pw->algo_ != ConvAlgo::kGemm1x1 || pw->s_.group != 1) return false;
+    if (pw->s_.n != s_.n || pw->s_.cin != s_.cout || pw->s_.h != s_.oh || pw->s_.w != s_.ow || consumer_outputs.empty() ||
+        !consumer_outputs[0]) {
+      return false;
+    }
+    if (s_.cout * s_.oh * s_.ow * static_cast<int64_t>(sizeof(float)) < kMinBandedDwconvBytes) return false;
+    if (!kernels::dwconv_conv1x1_supported(dw_params(), pw->packed_[0], isa_)) return false;
+    const Tensor* residual = pw->has_residual_ && consumer_inputs.size() > 3 ? consumer_inputs[3] : nullptr;
+    if (pw->has_residual_ && !residual) return false;
+    banded_pw_ = BandedProjection{pw, residual, consumer_outputs[0]};
+    return true;
+  }
+
   void run(KernelContext& ctx) override {
     if (banded_dw_) return run_banded(ctx.input(0).data<float>(), ctx.pool());
+    if (banded_pw_) return run_banded_projection(ctx.input(0).data<float>(), ctx.pool());
     const float* x = ctx.input(0).data<float>();
     const float* z = has_residual_ ? ctx.input(3).data<float>() : nullptr;
     float* y = ctx.output(0).data<float>();
@@ -150,6 +183,19 @@ class ConvKernel final : public CpuKernel {
       const kernels::DwconvStage depthwise{dw.dw_params(), dw.weights_.data<float>(), dw.bias_,
                                            z ? z + b * out_image : nullptr, dw.act_};
       kernels::f32_conv1x1_dwconv(expand, depthwise, x + b * in_image, y + b * out_image, pool);
+    }
+  }
+
+  // This depthwise conv and its 1x1 reader, image by image.
+  void run_banded_projection(const float* x, ThreadPool* pool) const {
+    const ConvKernel& pw = *banded_pw_->kernel;
+    const int64_t in_image = s_.cin * s_.h * s_.w, out_image = pw.s_.cout * pw.s_.oh * pw.s_.ow;
+    const float* z = banded_pw_->residual ? banded_pw_->residual->data<float>() : nullptr;
+    float* y = banded_pw_->output->data<float>();
+    const kernels::DwconvStage depthwise{dw_params(), weights_.data<float>(), bias_, nullptr, act_};
+    for (int64_t b = 0; b < s_.n; ++b) {
+      const kernels::Conv1x1Stage project{&pw.packed_[0], pw.bias_, pw.act_, z ? z + b * out_image : nullptr};
+      kernels::f32_dwconv_conv1x1(depthwise, project, x + b * in_image, y + b * out_image, pool);
     }
   }
 
@@ -308,6 +354,14 @@ class ConvKernel final : public CpuKernel {
     Tensor* output;
   };
   std::optional<BandedDepthwise> banded_dw_;
+  // Set by fuse_projection: the 1x1 reader this depthwise conv computes too, with that node's
+  // planned residual (or null) and output.
+  struct BandedProjection {
+    const ConvKernel* kernel;
+    const Tensor* residual;
+    Tensor* output;
+  };
+  std::optional<BandedProjection> banded_pw_;
 };
 
 // Group 1, square kernel and stride the direct kernel supports (any C_in).
