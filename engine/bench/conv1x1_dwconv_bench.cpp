@@ -12,19 +12,14 @@
 #include <random>
 #include <vector>
 
+#include "engine/bench/bench_data.h"
 #include "engine/kernels/conv1x1_dwconv.h"
 
 namespace {
 
 using namespace xnn::kernels;
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using xnn::bench::random_floats;
 
 struct PairData {
   DepthwiseParams p;

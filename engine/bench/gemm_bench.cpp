@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/bench/bench_data.h"
 #include "engine/core/thread_pool.h"
 #include "engine/kernels/gemm.h"
 
@@ -23,13 +24,7 @@ using xnn::kernels::Isa;
 using xnn::kernels::MatrixRef;
 using xnn::kernels::PackedA;
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using xnn::bench::random_floats;
 
 void run_gemm_bench(benchmark::State& state, int threads, Isa isa, bool packed_a) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);

@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/bench/bench_data.h"
 #include "engine/kernels/codebook.h"
 #include "engine/kernels/gemv.h"
 #include "engine/kernels/row_quantized.h"
@@ -22,13 +23,7 @@ namespace {
 
 using xnn::kernels::Isa;
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using xnn::bench::random_floats;
 
 void BM_f32_gemv(benchmark::State& state) {
   const int64_t rows = state.range(0), k = state.range(1);

@@ -19,6 +19,14 @@ RowRange input_rows(const DepthwiseParams& p, int64_t oh0, int64_t oh1) {
           std::min<int64_t>(p.in_h, (oh1 - 1) * p.stride - p.pad_t + p.kernel)};
 }
 
+// Splits output rows [0, rows) into one contiguous range per thread of the pool and calls
+// fn(begin, end) for each, each range walking its bands in order on its own thread.
+template <typename F>
+void for_each_row_range(ThreadPool* pool, int64_t rows, F&& fn) {
+  const int64_t parts = std::clamp<int64_t>(pool ? pool->threads() : 1, 1, rows);
+  parallel_for(pool, parts, [&](int64_t t) { fn(t * rows / parts, (t + 1) * rows / parts); });
+}
+
 // About a third of a 1-2 MB L2: the band, the depthwise kernel's ring and output rows, and the
 // 1×1 stage's input rows stay in it together.
 constexpr int64_t kBandBytes = 384 * 1024;
@@ -49,10 +57,7 @@ void f32_conv1x1_dwconv(const Conv1x1Stage& expand, const DwconvStage& dw, const
   const int64_t buf_stride = band_in * w;
   const GemmEpilogue ep1{expand.bias, nullptr, 0, expand.act};
 
-  // Contiguous ranges of output rows, one per thread (each then walks its bands in order).
-  const int64_t parts = std::clamp<int64_t>(pool ? pool->threads() : 1, 1, p.out_h);
-  parallel_for(pool, parts, [&](int64_t t) {
-    const int64_t oh_begin = t * p.out_h / parts, oh_end = (t + 1) * p.out_h / parts;
+  for_each_row_range(pool, p.out_h, [&](int64_t oh_begin, int64_t oh_end) {
     float* buf = thread_scratch_f32(static_cast<size_t>(p.channels * buf_stride), 3);
     DepthwiseParams band = p;
     band.in_channel_stride = buf_stride;
@@ -101,9 +106,7 @@ void f32_dwconv_conv1x1(const DwconvStage& dw, const Conv1x1Stage& project, cons
   if (p.channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
   const int64_t band_rows = dwconv_conv1x1_band_rows(p);
   const int64_t buf_stride = band_rows * p.out_w, out_plane = p.out_h * p.out_w;
-  const int64_t parts = std::clamp<int64_t>(pool ? pool->threads() : 1, 1, p.out_h);
-  parallel_for(pool, parts, [&](int64_t t) {
-    const int64_t oh_begin = t * p.out_h / parts, oh_end = (t + 1) * p.out_h / parts;
+  for_each_row_range(pool, p.out_h, [&](int64_t oh_begin, int64_t oh_end) {
     float* buf = thread_scratch_f32(static_cast<size_t>(p.channels * buf_stride), 3);
     DepthwiseParams band = p;
     band.out_channel_stride = buf_stride;
