@@ -546,6 +546,7 @@ void Session::prepare_plan(std::span<const TensorInfo> inputs, std::span<const T
   const auto place_in_arena = [&]() {
     plan->stats.planned_tensors = 0;
     plan->stats.aliased_tensors = 0;
+    plan->stats.output_bytes = 0;
     std::vector<int> record_of(nv, -1);
     std::vector<TensorLifetime> lifetimes;
     std::vector<int64_t> base, end;
