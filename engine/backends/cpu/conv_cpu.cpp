@@ -99,16 +99,13 @@ class ConvKernel final : public CpuKernel {
   }
 
   std::string name() const override {
-    if (banded_pw_) {
-      const std::string k = std::to_string(s_.kh);
-      return "f32_dwconv" + k + "x" + k + "s" + std::to_string(s_.sh) + "_conv1x1_bands+" +
-             kernels::dwconv_kernel_name(dw_params(), isa_) + "+" + kernels::gemm_kernel_name(isa_);
+    if (fused_ && algo_ == ConvAlgo::kDepthwise) {
+      return "f32_" + dw_geometry_name() + "_conv1x1_bands+" + kernels::dwconv_kernel_name(dw_params(), isa_) + "+" +
+             kernels::gemm_kernel_name(isa_);
     }
-    if (banded_dw_) {
-      const kernels::DepthwiseParams p = banded_dw_->kernel->dw_params();
-      const std::string k = std::to_string(p.kernel);
-      return "f32_conv1x1_dwconv" + k + "x" + k + "s" + std::to_string(p.stride) + "_bands+" +
-             kernels::gemm_kernel_name(isa_) + "+" + banded_dw_->kernel->name();
+    if (fused_) {
+      return "f32_conv1x1_" + fused_->kernel->dw_geometry_name() + "_bands+" + kernels::gemm_kernel_name(isa_) + "+" +
+             fused_->kernel->name();
     }
     switch (algo_) {
       case ConvAlgo::kDepthwise: return kernels::dwconv_kernel_name(dw_params(), isa_);
@@ -126,76 +123,67 @@ class ConvKernel final : public CpuKernel {
 
   bool fuse_consumer(CpuKernel& consumer, std::span<const Tensor* const> consumer_inputs,
                      std::span<Tensor* const> consumer_outputs) override {
-    if (algo_ == ConvAlgo::kDepthwise) return fuse_projection(consumer, consumer_inputs, consumer_outputs);
-    auto* dw = dynamic_cast<ConvKernel*>(&consumer);
-    if (!dw || banded_dw_ || algo_ != ConvAlgo::kGemm1x1 || s_.group != 1 || has_residual_) return false;
-    if (dw->algo_ != ConvAlgo::kDepthwise || dw->s_.n != s_.n || dw->s_.cin != s_.cout || dw->s_.h != s_.oh ||
-        dw->s_.w != s_.ow || consumer_outputs.empty() || !consumer_outputs[0]) {
+    auto* reader = dynamic_cast<ConvKernel*>(&consumer);
+    if (!reader || fused_ || has_residual_ || consumer_outputs.empty() || !consumer_outputs[0]) return false;
+    if (reader->s_.n != s_.n || reader->s_.cin != s_.cout || reader->s_.h != s_.oh || reader->s_.w != s_.ow) return false;
+    const int64_t intermediate_bytes = s_.cout * s_.oh * s_.ow * static_cast<int64_t>(sizeof(float));
+    if (algo_ == ConvAlgo::kGemm1x1 && s_.group == 1) {
+      // The expansion: this 1x1 conv and its depthwise reader.
+      if (reader->algo_ != ConvAlgo::kDepthwise || intermediate_bytes < kMinBandedConv1x1Bytes ||
+          !kernels::conv1x1_dwconv_supported(packed_[0], reader->dw_params(), isa_)) {
+        return false;
+      }
+    } else if (algo_ == ConvAlgo::kDepthwise) {
+      // The projection: this depthwise conv and its group-1 1x1 reader.
+      if (reader->algo_ != ConvAlgo::kGemm1x1 || reader->s_.group != 1 || intermediate_bytes < kMinBandedDwconvBytes ||
+          !kernels::dwconv_conv1x1_supported(dw_params(), reader->packed_[0], isa_)) {
+        return false;
+      }
+    } else {
       return false;
     }
-    if (s_.cout * s_.oh * s_.ow * static_cast<int64_t>(sizeof(float)) < kMinBandedConv1x1Bytes) return false;
-    if (!kernels::conv1x1_dwconv_supported(packed_[0], dw->dw_params(), isa_)) return false;
-    const Tensor* residual = dw->has_residual_ && consumer_inputs.size() > 3 ? consumer_inputs[3] : nullptr;
-    if (dw->has_residual_ && !residual) return false;
-    banded_dw_ = BandedDepthwise{dw, residual, consumer_outputs[0]};
-    return true;
-  }
-
-  // The other order: this depthwise conv and its only reader, a group-1 1x1 GEMM conv (residual
-  // allowed), in bands of depthwise output rows.
-  bool fuse_projection(CpuKernel& consumer, std::span<const Tensor* const> consumer_inputs,
-                       std::span<Tensor* const> consumer_outputs) {
-    auto* pw = dynamic_cast<ConvKernel*>(&consumer);
-    if (!pw || banded_pw_ || has_residual_ || pw->algo_ != ConvAlgo::kGemm1x1 || pw->s_.group != 1) return false;
-    if (pw->s_.n != s_.n || pw->s_.cin != s_.cout || pw->s_.h != s_.oh || pw->s_.w != s_.ow || consumer_outputs.empty() ||
-        !consumer_outputs[0]) {
-      return false;
-    }
-    if (s_.cout * s_.oh * s_.ow * static_cast<int64_t>(sizeof(float)) < kMinBandedDwconvBytes) return false;
-    if (!kernels::dwconv_conv1x1_supported(dw_params(), pw->packed_[0], isa_)) return false;
-    const Tensor* residual = pw->has_residual_ && consumer_inputs.size() > 3 ? consumer_inputs[3] : nullptr;
-    if (pw->has_residual_ && !residual) return false;
-    banded_pw_ = BandedProjection{pw, residual, consumer_outputs[0]};
+    const Tensor* residual = reader->has_residual_ && consumer_inputs.size() > 3 ? consumer_inputs[3] : nullptr;
+    if (reader->has_residual_ && !residual) return false;
+    fused_ = FusedReader{reader, residual, consumer_outputs[0]};
     return true;
   }
 
   void run(KernelContext& ctx) override {
-    if (banded_dw_) return run_banded(ctx.input(0).data<float>(), ctx.pool());
-    if (banded_pw_) return run_banded_projection(ctx.input(0).data<float>(), ctx.pool());
+    if (fused_) return run_fused(ctx.input(0).data<float>(), ctx.pool());
     const float* x = ctx.input(0).data<float>();
     const float* z = has_residual_ ? ctx.input(3).data<float>() : nullptr;
     float* y = ctx.output(0).data<float>();
     run_raw(x, z, y, ctx.pool());
   }
 
+  // "dwconv3x3s2": a depthwise conv's part of a fused kernel's name.
+  std::string dw_geometry_name() const {
+    const std::string k = std::to_string(s_.kh);
+    return "dwconv" + k + "x" + k + "s" + std::to_string(s_.sh);
+  }
+
   kernels::DepthwiseParams dw_params() const {
     return kernels::DepthwiseParams{s_.cin, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl};
   }
 
-  // This 1x1 conv and its depthwise reader, image by image; the intermediate is never written.
-  void run_banded(const float* x, ThreadPool* pool) const {
-    const ConvKernel& dw = *banded_dw_->kernel;
-    const int64_t in_image = s_.cin * s_.h * s_.w, out_image = dw.s_.cout * dw.s_.oh * dw.s_.ow;
-    const float* z = banded_dw_->residual ? banded_dw_->residual->data<float>() : nullptr;
-    float* y = banded_dw_->output->data<float>();
-    const kernels::Conv1x1Stage expand{&packed_[0], bias_, act_};
+  // This conv and its fused reader, image by image, in bands of rows; the intermediate is never
+  // written.
+  void run_fused(const float* x, ThreadPool* pool) const {
+    const ConvKernel& r = *fused_->kernel;
+    const int64_t in_image = s_.cin * s_.h * s_.w, out_image = r.s_.cout * r.s_.oh * r.s_.ow;
+    const float* z = fused_->residual ? fused_->residual->data<float>() : nullptr;
+    float* y = fused_->output->data<float>();
     for (int64_t b = 0; b < s_.n; ++b) {
-      const kernels::DwconvStage depthwise{dw.dw_params(), dw.weights_.data<float>(), dw.bias_,
-                                           z ? z + b * out_image : nullptr, dw.act_};
-      kernels::f32_conv1x1_dwconv(expand, depthwise, x + b * in_image, y + b * out_image, pool);
-    }
-  }
-
-  // This depthwise conv and its 1x1 reader, image by image.
-  void run_banded_projection(const float* x, ThreadPool* pool) const {
-    const ConvKernel& pw = *banded_pw_->kernel;
-    const int64_t in_image = s_.cin * s_.h * s_.w, out_image = pw.s_.cout * pw.s_.oh * pw.s_.ow;
-    const float* z = banded_pw_->residual ? banded_pw_->residual->data<float>() : nullptr;
-    float* y = banded_pw_->output->data<float>();
-    const kernels::DwconvStage depthwise{dw_params(), weights_.data<float>(), bias_, nullptr, act_};
-    for (int64_t b = 0; b < s_.n; ++b) {
-      const kernels::Conv1x1Stage project{&pw.packed_[0], pw.bias_, pw.act_, z ? z + b * out_image : nullptr};
-      kernels::f32_dwconv_conv1x1(depthwise, project, x + b * in_image, y + b * out_image, pool);
+      const float* zb = z ? z + b * out_image : nullptr;
+      if (algo_ == ConvAlgo::kDepthwise) {
+        kernels::f32_dwconv_conv1x1(kernels::DwconvStage{dw_params(), weights_.data<float>(), bias_, nullptr, act_},
+                                    kernels::Conv1x1Stage{&r.packed_[0], r.bias_, r.act_, zb}, x + b * in_image,
+                                    y + b * out_image, pool);
+      } else {
+        kernels::f32_conv1x1_dwconv(kernels::Conv1x1Stage{&packed_[0], bias_, act_},
+                                    kernels::DwconvStage{r.dw_params(), r.weights_.data<float>(), r.bias_, zb, r.act_},
+                                    x + b * in_image, y + b * out_image, pool);
+      }
     }
   }
 
@@ -346,22 +334,15 @@ class ConvKernel final : public CpuKernel {
   Isa isa_;
   std::vector<kernels::PackedA> packed_;
   std::optional<kernels::WinogradConv3x3> winograd_;
-  // Set by fuse_consumer: the depthwise reader this 1x1 conv computes too, and that node's
-  // planned residual (or null) and output.
-  struct BandedDepthwise {
+  // Set by fuse_consumer: the reader this conv computes too (its depthwise reader when this is
+  // a 1x1 conv, its 1x1 reader when this is a depthwise conv), with that node's planned residual
+  // (or null) and output.
+  struct FusedReader {
     const ConvKernel* kernel;
     const Tensor* residual;
     Tensor* output;
   };
-  std::optional<BandedDepthwise> banded_dw_;
-  // Set by fuse_projection: the 1x1 reader this depthwise conv computes too, with that node's
-  // planned residual (or null) and output.
-  struct BandedProjection {
-    const ConvKernel* kernel;
-    const Tensor* residual;
-    Tensor* output;
-  };
-  std::optional<BandedProjection> banded_pw_;
+  std::optional<FusedReader> fused_;
 };
 
 // Group 1, square kernel and stride the direct kernel supports (any C_in).
