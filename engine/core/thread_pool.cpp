@@ -20,7 +20,8 @@ constexpr int kSpinIterations = 4000;
 
 bool ThreadPool::in_task() { return t_in_task; }
 
-ThreadPool::ThreadPool(int threads) : threads_(threads < 1 ? 1 : threads) {
+ThreadPool::ThreadPool(int threads)
+    : threads_(threads < 1 ? 1 : threads), blocks_(std::make_unique<Block[]>(static_cast<size_t>(threads_))) {
   workers_.reserve(static_cast<size_t>(threads_ - 1));
   for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -34,16 +35,19 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::drain() {
+void ThreadPool::drain(int self) {
   t_in_task = true;
-  for (;;) {
-    const int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
-    if (i >= n_) break;
-    try {
-      fn_(ctx_, i);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
+  for (int b = 0; b < threads_; ++b) {
+    Block& block = blocks_[static_cast<size_t>((self + b) % threads_)];
+    for (;;) {
+      const int64_t i = block.next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= block.end) break;
+      try {
+        fn_(ctx_, i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
     }
   }
   t_in_task = false;
@@ -52,16 +56,19 @@ void ThreadPool::drain() {
 void ThreadPool::run(int64_t n, TaskFn fn, void* ctx) {
   fn_ = fn;
   ctx_ = ctx;
-  n_ = n;
   error_ = nullptr;
-  next_.store(0, std::memory_order_relaxed);
+  for (int t = 0; t < threads_; ++t) {
+    Block& block = blocks_[static_cast<size_t>(t)];
+    block.next.store(n * t / threads_, std::memory_order_relaxed);
+    block.end = n * (t + 1) / threads_;
+  }
   active_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the fields above
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }  // a sleeper is either waiting or sees the new generation
     wake_.notify_all();
   }
-  drain();
+  drain(0);
   // Wait until every worker has left this generation, so fn_/ctx_ are not used after return.
   for (int spin = 0; active_workers_.load(std::memory_order_acquire) != 0; ++spin) {
     if (spin < kSpinIterations) {
@@ -77,7 +84,7 @@ void ThreadPool::run(int64_t n, TaskFn fn, void* ctx) {
   }
 }
 
-void ThreadPool::worker_loop(int) {
+void ThreadPool::worker_loop(int worker_index) {
   uint64_t seen = 0;
   for (;;) {
     bool fresh = false;
@@ -96,7 +103,7 @@ void ThreadPool::worker_loop(int) {
     }
     if (stop_.load()) return;
     seen = generation_.load(std::memory_order_acquire);
-    drain();
+    drain(worker_index);
     active_workers_.fetch_sub(1, std::memory_order_release);
   }
 }

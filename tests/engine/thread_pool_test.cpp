@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -36,6 +38,37 @@ TEST(ThreadPool, UsesExactlyTheRequestedThreads) {
     });
   }
   EXPECT_EQ(ids.size(), 3u);
+}
+
+// Each thread owns a contiguous block of indices (the caller the first), so consecutive layers
+// that number their tiles alike give a thread the same part of the image. Tasks 0 and 2 (then 1
+// and 3) wait for each other: with blocks {0, 1} and {2, 3} both threads get through; a shared
+// counter (caller 0, worker 1) would leave both waiting for partners nobody has claimed.
+TEST(ThreadPool, EachThreadRunsItsOwnContiguousBlock) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> started[2] = {0, 0};
+    std::atomic<bool> timed_out{false};
+    std::thread::id ran_on[4];
+    pool.parallel_for(4, [&](int64_t i) {
+      ran_on[i] = std::this_thread::get_id();
+      std::atomic<int>& pair = started[i % 2];
+      pair.fetch_add(1);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (pair.load() < 2) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    ASSERT_FALSE(timed_out.load()) << "round " << round;
+    EXPECT_EQ(ran_on[0], std::this_thread::get_id());
+    EXPECT_EQ(ran_on[1], std::this_thread::get_id());
+    EXPECT_NE(ran_on[2], std::this_thread::get_id());
+    EXPECT_EQ(ran_on[2], ran_on[3]);
+  }
 }
 
 TEST(ThreadPool, RethrowsTaskErrorsAndStaysUsable) {
