@@ -80,6 +80,8 @@ struct KernelSet {
                          // panel may then be read in place rather than packed
   bool prefetches_b;     // main prefetches the next 64 bytes of each B row it reads (the next
                          // panel's line when B is read in place)
+  GemmUkernelFn main_one_a_panel;  // main for a task of one A panel reading B in place (prefetching
+                                   // further ahead); may be null
   int64_t kc, mc, nc;
   const char* name;
 };
@@ -93,6 +95,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                    .narrow = internal::f32_gemm_16x8__avx512,
                                    .narrow_reads_nr = true,
                                    .prefetches_b = true,
+                                   .main_one_a_panel = internal::f32_gemm_16x16__avx512_prefetch2,
                                    .kc = 384,
                                    .mc = 96,
                                    .nc = 512,
@@ -104,6 +107,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                  .narrow = internal::f32_gemm_6x8__avx2,
                                  .narrow_reads_nr = false,
                                  .prefetches_b = false,
+                                 .main_one_a_panel = nullptr,
                                  .kc = 384,
                                  .mc = 96,
                                  .nc = 512,
@@ -115,6 +119,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                         .narrow = nullptr,
                                         .narrow_reads_nr = false,
                                         .prefetches_b = false,
+                                        .main_one_a_panel = nullptr,
                                         .kc = 384,
                                         .mc = 96,
                                         .nc = 512,
@@ -125,6 +130,7 @@ const KernelSet& kernels_for(Isa isa, F32GemmKernels family) {
                                    .narrow = nullptr,
                                    .narrow_reads_nr = false,
                                    .prefetches_b = false,
+                                   .main_one_a_panel = nullptr,
                                    .kc = 256,
                                    .mc = 64,
                                    .nc = 256,
@@ -286,6 +292,7 @@ void run_task(const GemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t 
   // Full panels of row-major B read in place rather than packed (read_b_in_place); only a
   // partial last panel is packed (zero-padded) so the kernel never reads past a row of B.
   const bool direct_b = read_b_in_place(ks, g.b, r1 - r0, kc_step);
+  const GemmUkernelFn main_fn = direct_b && r1 - r0 <= ks.mr && ks.main_one_a_panel ? ks.main_one_a_panel : ks.main;
   float* bpack = g.b_prepacked ? nullptr
                                : thread_scratch_f32(
                                      static_cast<size_t>(std::max<int64_t>(1, kc_step * (direct_b ? ks.nr : nc_step))), 0);
@@ -312,7 +319,7 @@ void run_task(const GemmProblem& g, int64_t r0, int64_t r1, int64_t j0, int64_t 
         const int64_t ic_end = std::min(r1, ic + ks.mc);
         for (int64_t jr = 0; jr < nc; jr += ks.nr) {
           const size_t nr = static_cast<size_t>(std::min<int64_t>(ks.nr, nc - jr));
-          const GemmUkernelFn fn = (ks.narrow && nr * 2 <= static_cast<size_t>(ks.nr)) ? ks.narrow : ks.main;
+          const GemmUkernelFn fn = (ks.narrow && nr * 2 <= static_cast<size_t>(ks.nr)) ? ks.narrow : main_fn;
           const int64_t col = jc + jr;
           const bool in_place = jr < full_nc || jr >= packed_end;
           const float* bpanel = g.b_prepacked ? g.b.data + (col / ks.nr) * g.k * ks.nr + pc * ks.nr

@@ -14,7 +14,13 @@
 // matrix that is the next panel's line of the same row, a whole panel's compute (kc × 8 cycles)
 // ahead of its use, which no hardware streamer follows over kc rows at once (small-M 1x1 convs
 // read B in place: 16x144x3136 150 -> 127 us, 32x192x784 80 -> 68 us); for a packed panel it is
-// the next k step's row, already on its way.
+// the next k step's row, already on its way. Where the next panel's call follows at once (a task
+// of one A panel), one call ahead is too close for B that comes from L3 or the other core (a
+// layer's input mostly does): f32_gemm_16x16__avx512_prefetch2 reaches two panels ahead
+// (SqueezeNet's 16x128x3025 squeeze, per-op profile, 1 thread 0.158 -> 0.080 ms, 2 threads 0.116
+// -> 0.054; 256 bytes ahead was no better). With several A panels reading each B panel the next
+// is that many calls away already, and two panels' lines of a deep B (EfficientNet-B0's 80x480x196
+// projection: 60 KB) no longer fit L1 beside the current one: 6-8% slower there.
 // 16x8: a panel with at most 8 valid columns (the last of N = 49, 196, ...; all of N <= 8),
 // computed column-wise instead (k_loop_columns).
 //
@@ -34,6 +40,7 @@
 namespace xnn::kernels::internal {
 namespace {
 
+
 // Per accumulator row I (the assembler evaluates I*4): zero it, one FMA with row I's A value.
 #define XNN_ZERO(R, I) "vpxord %%" R #I ", %%" R #I ", %%" R #I "\n\t"
 #define XNN_FMA(R, B, I) "vfmadd231ps " #I "*4(%[a])" B ", %%" R "16, %%" R #I "\n\t"
@@ -46,15 +53,17 @@ namespace {
   "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", \
       "xmm14", "xmm15", "xmm16"
 
-// tile[16][16] = A panel (kc × 16, k-major) · B (kc rows of 16, b_stride floats apart).
-inline void k_loop_16x16(size_t kc, const float* a, const float* b, int64_t b_bytes, float* tile) {
+// tile[16][16] = A panel (kc × 16, k-major) · B (kc rows of 16, b_stride floats apart). Each k
+// step prefetches the line b_prefetch_bytes past its B row (the file comment says why).
+inline void k_loop_16x16(size_t kc, const float* a, const float* b, int64_t b_bytes, int64_t b_prefetch_bytes,
+                         float* tile) {
   asm volatile(XNN_ROWS(XNN_ZERO, "zmm")
                "test %[k], %[k]\n\t"
                "jz 2f\n\t"
                "1:\n\t"
                "vmovups (%[b]), %%zmm16\n\t"
                "prefetcht0 2048(%[a])\n\t"
-               "prefetcht0 64(%[b])\n\t"
+               "prefetcht0 (%[b], %[pf])\n\t"
                XNN_ROWS(XNN_FMA, "zmm", "%{1to16%}")
                "add $64, %[a]\n\t"
                "add %[bs], %[b]\n\t"
@@ -63,7 +72,7 @@ inline void k_loop_16x16(size_t kc, const float* a, const float* b, int64_t b_by
                "2:\n\t"
                XNN_ROWS(XNN_STORE, "zmm", 64)
                : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kc)
-               : [bs] "r"(b_bytes), [t] "r"(tile)
+               : [bs] "r"(b_bytes), [pf] "r"(b_prefetch_bytes), [t] "r"(tile)
                : "cc", "memory", XNN_VREGS);
 }
 
@@ -177,7 +186,14 @@ void narrow_tile(size_t mr, size_t kc, const float* a, const float* b, int64_t b
 
 XNN_GEMM_UKERNEL(f32_gemm_16x16__avx512) {
   alignas(64) float tile[16 * 16];
-  k_loop_16x16(kc, a, b, b_stride * static_cast<int64_t>(sizeof(float)), tile);
+  k_loop_16x16(kc, a, b, b_stride * static_cast<int64_t>(sizeof(float)), 64, tile);
+  finish(tile, 16, mr, nr, c, ldc, accumulate, ep);
+}
+
+XNN_GEMM_UKERNEL(f32_gemm_16x16__avx512_prefetch2) {
+  alignas(64) float tile[16 * 16];
+  const int64_t ahead = b_stride == 16 ? 64 : 128;  // a packed panel's rows are contiguous already
+  k_loop_16x16(kc, a, b, b_stride * static_cast<int64_t>(sizeof(float)), ahead, tile);
   finish(tile, 16, mr, nr, c, ldc, accumulate, ep);
 }
 

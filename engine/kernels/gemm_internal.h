@@ -51,6 +51,9 @@ XNN_GEMM_UKERNEL(f32_gemm_6x8__avx2);
 inline constexpr int kAvx512Mr = 16;
 XNN_GEMM_UKERNEL(f32_gemm_16x16__avx512);
 XNN_GEMM_UKERNEL(f32_gemm_16x8__avx512);
+// The same kernel, prefetching B read in place two panels ahead instead of one: for a task of
+// one A panel, whose calls follow each other panel by panel.
+XNN_GEMM_UKERNEL(f32_gemm_16x16__avx512_prefetch2);
 
 // Scalar (baseline x86-64; the compiler may use SSE2). 4x8 is the scalar ISA's shape; 6x16 runs
 // an AVX2-packed A on a CPU without AVX2.
