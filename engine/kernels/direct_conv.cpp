@@ -43,10 +43,19 @@ bool direct_conv_c16(const DirectConvParams& p, Isa isa) {
   return isa == Isa::kAvx2 && isa_supported(Isa::kAvx2) && avx512_enabled() && p.in_channels <= 16;
 }
 
+// Measured one thread, min of 50 (stem / c16): 3->16 3x3 s2 224x224 104 / 174 us, 3->64 335 / 568,
+// 3->32 205 / 247, 3->64 7x7 s2 1411 / 1940, LeNet's 1->6 5x5 at 28x28 3.3 / 7.5, 1->16 3x3 at
+// 28x28 3.3 / 5.1; on an 8-pixel row most lanes idle (3->32 at 8x8 2.5 / 1.6), and from 6 input
+// channels the c16 kernel's shared broadcasts win (LeNet's 6->16 5x5 5.5-6.6 / 8.5-9.7).
+bool direct_conv_stem(const DirectConvParams& p, Isa isa) {
+  return direct_conv_c16(p, isa) && p.in_channels <= 4 && p.out_w > 8;
+}
+
 std::string conv_direct_kernel_name(const DirectConvParams& p, Isa isa) {
   if (!direct_conv_c16(p, isa)) return conv_direct_kernel_name(p.kernel, p.stride, isa);
   const std::string k = std::to_string(p.kernel);
-  return "f32_conv" + k + "x" + k + "s" + std::to_string(p.stride) + "_direct_c16__avx512";
+  return "f32_conv" + k + "x" + k + "s" + std::to_string(p.stride) +
+         (direct_conv_stem(p, isa) ? "_direct_4x64__avx512" : "_direct_c16__avx512");
 }
 
 std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
@@ -78,10 +87,11 @@ void f32_conv_direct(const DirectConvParams& p, const float* input, const float*
     int64_t groups = bands >= tasks_wanted ? 1 : std::min(blocks, (tasks_wanted + bands - 1) / bands);
     const int64_t blocks_per_group = (blocks + groups - 1) / groups;
     groups = (blocks + blocks_per_group - 1) / blocks_per_group;
+    const auto kernel = direct_conv_stem(p, isa) ? f32_conv_direct_stem__avx512 : f32_conv_direct_c16__avx512;
     parallel_for(pool, groups * bands, [&](int64_t t) {
       const int64_t oh0 = (t % bands) * band, co_begin = (t / bands) * blocks_per_group * 16;
-      f32_conv_direct_c16__avx512(p, co_begin, std::min(p.out_channels, co_begin + blocks_per_group * 16), oh0,
-                                  std::min(p.out_h, oh0 + band), input, weights, bias, residual, act, output);
+      kernel(p, co_begin, std::min(p.out_channels, co_begin + blocks_per_group * 16), oh0, std::min(p.out_h, oh0 + band),
+             input, weights, bias, residual, act, output);
     });
     return;
   }

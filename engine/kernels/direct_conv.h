@@ -47,7 +47,8 @@ bool f32_conv_direct_pays(int64_t in_channels, int64_t out_channels, int64_t ker
                           int64_t out_w);
 
 // "f32_conv3x3s2_direct__avx2", "f32_conv5x5s1_direct__scalar", ...; with the parameters, the
-// AVX-512 variant is named "f32_conv5x5s1_direct_c16__avx512".
+// AVX-512 variants are named "f32_conv5x5s1_direct_c16__avx512" and (at most 4 input channels)
+// "f32_conv3x3s2_direct_4x64__avx512".
 std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa);
 std::string conv_direct_kernel_name(const DirectConvParams& p, Isa isa);
 
@@ -58,6 +59,15 @@ std::string conv_direct_kernel_name(const DirectConvParams& p, Isa isa);
 // channels [co_begin, co_end) (in blocks of 16 from co_begin, over one padded copy of the input
 // band) and output rows [oh0, oh1).
 bool direct_conv_c16(const DirectConvParams& p, Isa isa);
+
+// AVX-512 (direct_conv_stem_avx512.cpp), for at most 4 input channels (RGB and grey stems):
+// output pixels in the lanes, register tiles of 4 output channels × 64 pixels of a row, stored
+// straight into the NCHW output. f32_conv_direct takes it in place of the c16 kernel when
+// direct_conv_stem holds; the arguments are the c16 kernel's.
+bool direct_conv_stem(const DirectConvParams& p, Isa isa);
+void f32_conv_direct_stem__avx512(const DirectConvParams& p, int64_t co_begin, int64_t co_end, int64_t oh0,
+                                  int64_t oh1, const float* input, const float* weights, const float* bias,
+                                  const float* residual, const Activation& act, float* output);
 void f32_conv_direct_c16__avx512(const DirectConvParams& p, int64_t co_begin, int64_t co_end, int64_t oh0, int64_t oh1,
                                  const float* input, const float* weights, const float* bias, const float* residual,
                                  const Activation& act, float* output);

@@ -169,14 +169,14 @@ TEST(CpuBackendConv, AlgorithmRule) {
   EXPECT_NE(name_of(conv_case(rng, 1, 1, 6, 28, 28, 5, 1, 2, 1, 1, true, false, "Relu")).second.find("direct"), std::string::npos);
   EXPECT_NE(name_of(conv_case(rng, 1, 6, 16, 14, 14, 5, 1, 2, 1, 1, true, false, "Relu")).second.find("direct"), std::string::npos);
   // ... but, on AVX2, not a large-plane RGB stem at stride 2 with many output channels
-  // (SqueezeNet's 3->64 3x3, ResNet's 7x7, MobileNetV2's 3->32 3x3): the AVX-512 direct kernel
+  // (SqueezeNet's 3->64 3x3, ResNet's 7x7, MobileNetV2's 3->32 3x3): the AVX-512 stem kernel
   // takes all three; nor 3x3 with more channels
   const bool c16 = kernels::avx512_enabled();
-  EXPECT_NE(name_of(conv_case(rng, 1, 3, 64, 80, 80, 3, 2, 0, 1, 1, true, false, "")).second.find(c16 ? "direct_c16" : "im2col"),
+  EXPECT_NE(name_of(conv_case(rng, 1, 3, 64, 80, 80, 3, 2, 0, 1, 1, true, false, "")).second.find(c16 ? "direct_4x64" : "im2col"),
             std::string::npos);
-  EXPECT_NE(name_of(conv_case(rng, 1, 3, 64, 80, 80, 7, 2, 3, 1, 1, true, false, "")).second.find(c16 ? "direct_c16" : "im2col"),
+  EXPECT_NE(name_of(conv_case(rng, 1, 3, 64, 80, 80, 7, 2, 3, 1, 1, true, false, "")).second.find(c16 ? "direct_4x64" : "im2col"),
             std::string::npos);
-  EXPECT_NE(name_of(conv_case(rng, 1, 3, 32, 80, 80, 3, 2, 1, 1, 1, true, false, "Clip", {0.0f, 6.0f})).second.find(c16 ? "direct_c16" : "im2col"),
+  EXPECT_NE(name_of(conv_case(rng, 1, 3, 32, 80, 80, 3, 2, 1, 1, 1, true, false, "Clip", {0.0f, 6.0f})).second.find(c16 ? "direct_4x64" : "im2col"),
             std::string::npos);
   EXPECT_NE(name_of(conv_case(rng, 1, 16, 16, 15, 15, 3, 2, 1, 1, 1, true, false, "")).second.find("im2col"), std::string::npos);
   // strided 3x3 -> im2col

@@ -2,13 +2,14 @@
 // loop nest: random shapes (1-16 input channels, output channels around multiples of 16,
 // kernels 3/5/7, strides 1/2, paddings up to past the kernel), bias, residual (also in place),
 // every activation, 1 and 2 threads, on the scalar path, the AVX2 path and (where the CPU has
-// it) the AVX-512 path with 16 output channels in the lanes, including planes large enough to
-// be split into several row bands.
+// it) the AVX-512 paths (16 output channels in the lanes; for at most 4 input channels, pixels in
+// the lanes), including planes large enough to be split into several row bands.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/kernels/direct_conv.h"
@@ -114,6 +115,38 @@ TEST_P(DirectConvIsa, RandomShapes) {
   }
 }
 
+// The AVX-512 stem kernel (at most 4 input channels, rows wider than 8: 4 output channels × 64
+// pixels per register tile): rows of one to several tiles with a partial last vector, output
+// channel counts that leave a partial block of 4, every kernel and stride, paddings past the
+// kernel, in-place residual and the transcendental activations; other ISAs run the same cases.
+TEST_P(DirectConvIsa, StemTilesAndEdges) {
+  std::mt19937 rng(77);
+  const Activation acts[] = {Activation::relu(), Activation{ActKind::kSilu}, Activation{ActKind::kHardSwish},
+                             Activation{ActKind::kSigmoid}};
+  int iter = 0;
+  for (int64_t out_w : {9, 16, 63, 64, 65, 130}) {
+    for (int64_t k : {3, 5, 7}) {
+      Case t;
+      t.k = k;
+      t.s = 1 + iter % 2;
+      t.cin = 1 + iter % 4;
+      t.cout = std::vector<int64_t>{1, 3, 4, 5, 13}[static_cast<size_t>(iter % 5)];
+      t.pl = rng() % (k + 1), t.pr = rng() % (k + 1), t.pt = rng() % (k + 1), t.pb = rng() % (k + 1);
+      t.w = (out_w - 1) * t.s + k - t.pl - t.pr;
+      t.h = k + static_cast<int64_t>(rng() % 9);
+      if (t.w <= 0) continue;
+      DirectConvParams p{t.cin, t.cout, t.h, t.w, (t.h + t.pt + t.pb - k) / t.s + 1, out_w, k, t.s, t.pt, t.pl};
+      if (GetParam() == Isa::kAvx2 && avx512_enabled()) {
+        EXPECT_NE(conv_direct_kernel_name(p, GetParam()).find("_direct_4x64__avx512"), std::string::npos)
+            << "out_w " << out_w;
+      }
+      check(t, GetParam(), 1 + iter % 2, iter % 3 != 0, iter % 2 == 0, iter % 4 == 0, acts[iter % 4], 900 + iter);
+      if (HasFatalFailure()) return;
+      ++iter;
+    }
+  }
+}
+
 TEST_P(DirectConvIsa, ModelShapes) {
   // LeNet-5's layers, a grey 3×3 stride-2 stem, an RGB stem at 112×112 (several row bands), a
   // 7×7 stride-2 RGB stem, 48 outputs (a pair of 16-channel blocks, then one alone).
@@ -139,6 +172,12 @@ TEST(DirectConvKernel, Names) {
               avx512_enabled() ? "f32_conv5x5s1_direct_c16__avx512" : "f32_conv5x5s1_direct__avx2");
     DirectConvParams deep{17, 16, 14, 14, 10, 10, 5, 1, 0, 0};  // more than 16 input channels: AVX2
     EXPECT_EQ(conv_direct_kernel_name(deep, Isa::kAvx2), "f32_conv5x5s1_direct__avx2");
+    // At most 4 input channels and rows wider than 8: the AVX-512 stem kernel.
+    DirectConvParams rgb{3, 32, 224, 224, 112, 112, 3, 2, 1, 1}, tiny{3, 32, 8, 8, 8, 8, 3, 1, 1, 1};
+    EXPECT_EQ(conv_direct_kernel_name(rgb, Isa::kAvx2),
+              avx512_enabled() ? "f32_conv3x3s2_direct_4x64__avx512" : "f32_conv3x3s2_direct__avx2");
+    EXPECT_EQ(conv_direct_kernel_name(tiny, Isa::kAvx2),
+              avx512_enabled() ? "f32_conv3x3s1_direct_c16__avx512" : "f32_conv3x3s1_direct__avx2");
   }
 }
 
