@@ -5,33 +5,13 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/kernels/row_bands.h"
 #include "engine/kernels/scratch.h"
 
 namespace xnn::kernels {
-namespace {
 
-// Input rows (image rows, clipped to the image) that depthwise output rows [oh0, oh1) read.
-struct RowRange {
-  int64_t begin, end;
-};
-RowRange input_rows(const DepthwiseParams& p, int64_t oh0, int64_t oh1) {
-  return {std::max<int64_t>(0, oh0 * p.stride - p.pad_t),
-          std::min<int64_t>(p.in_h, (oh1 - 1) * p.stride - p.pad_t + p.kernel)};
-}
-
-// Splits output rows [0, rows) into one contiguous range per thread of the pool and calls
-// fn(begin, end) for each, each range walking its bands in order on its own thread.
-template <typename F>
-void for_each_row_range(ThreadPool* pool, int64_t rows, F&& fn) {
-  const int64_t parts = std::clamp<int64_t>(pool ? pool->threads() : 1, 1, rows);
-  parallel_for(pool, parts, [&](int64_t t) { fn(t * rows / parts, (t + 1) * rows / parts); });
-}
-
-// About a third of a 1-2 MB L2: the band, the depthwise kernel's ring and output rows, and the
-// 1×1 stage's input rows stay in it together.
-constexpr int64_t kBandBytes = 384 * 1024;
-
-}  // namespace
+using bands::for_each_row_range;
+using bands::kBandBytes;
 
 bool conv1x1_dwconv_supported(const PackedA& weights, const DepthwiseParams& dw, Isa isa) {
   return dwconv_c16(dw, isa) && weights.family() == F32GemmKernels::kAvx512 && weights.rows() == dw.channels &&
@@ -61,25 +41,17 @@ void f32_conv1x1_dwconv(const Conv1x1Stage& expand, const DwconvStage& dw, const
     float* buf = thread_scratch_f32(static_cast<size_t>(p.channels * buf_stride), 3);
     DepthwiseParams band = p;
     band.in_channel_stride = buf_stride;
-    int64_t have0 = 0, have1 = 0;  // image rows [have0, have1) are in buf, row have0 first
+    bands::BandBuffer have{buf, p.channels, buf_stride, w};  // image rows [have0, have1), have0 first
     for (int64_t oh0 = oh_begin; oh0 < oh_end; oh0 += band_out) {
       const int64_t oh1 = std::min(oh_end, oh0 + band_out);
-      const RowRange need = input_rows(p, oh0, oh1);
-      if (need.begin >= have1 || need.begin < have0) {
-        have0 = have1 = need.begin;  // nothing to keep
-      } else if (need.begin > have0) {
-        // Keep the rows this band shares with the last one: move them to the front.
-        const int64_t keep = (have1 - need.begin) * w, from = (need.begin - have0) * w;
-        for (int64_t c = 0; c < p.channels; ++c)
-          std::memmove(buf + c * buf_stride, buf + c * buf_stride + from, static_cast<size_t>(keep) * sizeof(float));
-        have0 = need.begin;
+      const bands::RowRange need = bands::window_rows(oh0, oh1, p.kernel, p.stride, p.pad_t, p.in_h);
+      const int64_t from = have.advance_to(need.begin);
+      if (need.end > from) {
+        f32_gemm(*expand.weights, (need.end - from) * w, MatrixRef{input + from * w, plane, 1},
+                 buf + (from - have.have0) * w, buf_stride, ep1, nullptr);
+        have.have1 = need.end;
       }
-      if (need.end > have1) {
-        f32_gemm(*expand.weights, (need.end - have1) * w, MatrixRef{input + have1 * w, plane, 1},
-                 buf + (have1 - have0) * w, buf_stride, ep1, nullptr);
-        have1 = need.end;
-      }
-      band.in_row0 = have0;
+      band.in_row0 = have.have0;
       for (int64_t c0 = 0; c0 < p.channels; c0 += 16) {
         f32_dwconv_c16__avx512(band, c0, oh0, oh1, buf, dw.weights, dw.bias, dw.residual, dw.act, output);
       }

@@ -70,6 +70,8 @@ void f32_conv_direct(const DirectConvParams& p, const float* input, const float*
             "f32_conv_direct: kernel must be 3, 5 or 7 and stride 1 or 2");
   XNN_CHECK(p.pad_t >= 0 && p.pad_l >= 0, "f32_conv_direct: negative padding");
   XNN_CHECK(p.in_channels > 0, "f32_conv_direct: no input channels");
+  XNN_CHECK((p.out_channel_stride == 0 && p.out_row0 == 0) || direct_conv_stem(p, isa),
+            "f32_conv_direct: an output layout other than plain planes needs the AVX-512 stem kernel");
   if (p.out_channels <= 0 || p.out_h <= 0 || p.out_w <= 0) return;
   const int64_t k = p.kernel, s = p.stride, cin = p.in_channels;
   if (direct_conv_c16(p, isa)) {
@@ -90,8 +92,8 @@ void f32_conv_direct(const DirectConvParams& p, const float* input, const float*
     const auto kernel = direct_conv_stem(p, isa) ? f32_conv_direct_stem__avx512 : f32_conv_direct_c16__avx512;
     parallel_for(pool, groups * bands, [&](int64_t t) {
       const int64_t oh0 = (t % bands) * band, co_begin = (t / bands) * blocks_per_group * 16;
-      kernel(p, co_begin, std::min(p.out_channels, co_begin + blocks_per_group * 16), oh0, std::min(p.out_h, oh0 + band),
-             input, weights, bias, residual, act, output);
+      const int64_t co_end = std::min(p.out_channels, co_begin + blocks_per_group * 16);
+      kernel(p, co_begin, co_end, oh0, std::min(p.out_h, oh0 + band), input, weights, bias, residual, act, output);
     });
     return;
   }

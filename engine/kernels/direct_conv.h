@@ -29,6 +29,10 @@ struct DirectConvParams {
   int64_t kernel = 3;  // 3, 5 or 7
   int64_t stride = 1;  // 1 or 2
   int64_t pad_t = 0, pad_l = 0;
+  // The output's layout, for a caller that takes a band of rows into its own buffer (only the
+  // stem kernel, direct_conv_stem, honours them): output row oy of channel co at
+  // output + co·out_channel_stride + (oy − out_row0)·out_w; 0 = out_h·out_w (a plain plane).
+  int64_t out_channel_stride = 0, out_row0 = 0;
 };
 
 // Kernel 3, 5 or 7, stride 1 or 2, dilation 1 (the depthwise row kernels' set).

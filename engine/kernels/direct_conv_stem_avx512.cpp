@@ -101,10 +101,10 @@ void run_band(const DirectConvParams& p, int64_t co_begin, int64_t co_end, int64
               const float* input, const float* weights, const float* bias, const float* residual, const Activation& act,
               float* output) {
   const int64_t cin = p.in_channels, taps = cin * K * K;
-  const int64_t out_plane = p.out_h * p.out_w;
+  const int64_t out_plane = p.out_channel_stride > 0 ? p.out_channel_stride : p.out_h * p.out_w;
   // Whole vectors of every row stay inside the padded row (out_w rounded up to 16).
-  const DwPadRow pad = dwconv_pad_row(DepthwiseParams{cin, p.in_h, p.in_w, p.out_h, (p.out_w + kLanes - 1) / kLanes * kLanes, K, S,
-                                                      p.pad_t, p.pad_l});
+  const int64_t vector_w = (p.out_w + kLanes - 1) / kLanes * kLanes;
+  const DwPadRow pad = dwconv_pad_row(DepthwiseParams{cin, p.in_h, p.in_w, p.out_h, vector_w, K, S, p.pad_t, p.pad_l});
   const int64_t rows_in = (oh1 - oh0 - 1) * S + K;
   const int64_t channel_stride = rows_in * pad.row_floats;
   float* buf = thread_scratch_f32(static_cast<size_t>(cin * channel_stride), 2);
@@ -126,7 +126,7 @@ void run_band(const DirectConvParams& p, int64_t co_begin, int64_t co_end, int64
     }
     for (int64_t oy = oh0; oy < oh1; ++oy) {
       const float* in_row = buf + (oy - oh0) * S * pad.row_floats;
-      const int64_t out_off = co * out_plane + oy * p.out_w;
+      const int64_t out_off = co * out_plane + (oy - p.out_row0) * p.out_w;
       for (int64_t ox = 0; ox < p.out_w; ox += 4 * kLanes) {
         r.in = in_row + ox;
         const int64_t pixels = std::min<int64_t>(4 * kLanes, p.out_w - ox);

@@ -253,6 +253,10 @@ void f32_maxpool2d(const Pool2dParams& p, const float* x, float* y, ThreadPool* 
              [&](int64_t c) { maxpool_plane(p, x + c * in_size, y + c * out_size, rk); });
 }
 
+void f32_maxpool2d_plane(const Pool2dParams& p, const float* x, float* y, Isa isa) {
+  if (p.out_h > 0 && p.out_w > 0) maxpool_plane(p, x, y, max_row_kernel(p, isa));
+}
+
 void f32_avgpool2d(const Pool2dParams& p, bool count_include_pad, const float* x, float* y, ThreadPool* pool,
                    Isa isa) {
   if (p.planes <= 0 || p.out_h <= 0 || p.out_w <= 0) return;

@@ -37,6 +37,9 @@ struct Pool2dParams {
 
 // x [planes][in_h][in_w] -> y [planes][out_h][out_w].
 void f32_maxpool2d(const Pool2dParams& p, const float* x, float* y, ThreadPool* pool, Isa isa);
+// One plane (p.planes ignored) on the calling thread, with the row kernels (never the c16 one):
+// for a caller that pools a band of rows of each plane as it produces them (conv_direct_maxpool.h).
+void f32_maxpool2d_plane(const Pool2dParams& p, const float* x, float* y, Isa isa);
 void f32_avgpool2d(const Pool2dParams& p, bool count_include_pad, const float* x, float* y, ThreadPool* pool,
                    Isa isa);
 // x [planes][plane_size] -> y [planes].

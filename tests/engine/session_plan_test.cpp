@@ -597,5 +597,52 @@ TEST(SessionPlan, DepthwiseAndProjectionRunAsOneBandedKernel) {
   }
 }
 
+// An RGB stem whose output (3.2 MB) only a max pool reads, SqueezeNet 1.1's first two layers
+// (ceil_mode pool), runs as one banded kernel on AVX-512 CPUs; with a second reader it does not.
+TEST(SessionPlan, StemAndMaxPoolRunAsOneBandedKernel) {
+  for (bool second_reader : {false, true}) {
+    Builder b;
+    const int x = b.input("x", {1, 3, 224, 224});
+    const int w = b.constant("w", random_tensor({64, 3, 3, 3}, 41, 0.3f));
+    const int c = b.node("Conv", {x, w, b.constant("bias", random_tensor({64}, 42))},
+                         {{"strides", std::vector<int64_t>{2, 2}}}, "stem");
+    const int r = b.node("Relu", {c});
+    const int p = b.node("MaxPool", {r},
+                         {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+                          {"ceil_mode", int64_t{1}}},
+                         "pool");
+    std::vector<int> outputs{p};
+    if (second_reader) outputs.push_back(b.node("Sigmoid", {r}));
+    auto model = b.done(outputs);
+    const std::map<std::string, Tensor> in{{"x", random_tensor({1, 3, 224, 224}, 43)}};
+    Session ref(model, reference_options());
+    const std::vector<Tensor> want = ref.run(in);
+    for (int threads : {1, 2}) {
+      SessionOptions o;
+      o.threads = threads;
+      o.profile = true;
+      Session s(model, o);
+      const std::vector<Tensor> got = s.run(in);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(got[0].shape(), Shape({1, 64, 55, 55}));
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(max_rel_diff(got[i], want[i]), 1e-5) << "output " << i;
+      const std::vector<std::string> k = s.kernel_names();
+      const bool banded = std::any_of(k.begin(), k.end(), [](const std::string& n) {
+        return n.rfind("f32_conv3x3s2_maxpool3x3s2_bands+f32_conv3x3s2_direct_4x64__avx512+", 0) == 0;
+      });
+      const bool expect = kernels::avx512_enabled() && !second_reader;
+      EXPECT_EQ(banded, expect) << "second reader " << second_reader << ", threads " << threads;
+      EXPECT_EQ(std::find(k.begin(), k.end(), "fused") != k.end(), expect);
+      if (expect) {
+        EXPECT_LT(s.memory_stats().arena_bytes, 64 * 111 * 111 * 4) << "the stem's output is never stored";
+        const auto& prof = s.last_profile();
+        const auto pool = std::find_if(prof.begin(), prof.end(), [](const NodeProfile& n) { return n.name == "pool"; });
+        ASSERT_NE(pool, prof.end());
+        EXPECT_EQ(pool->kernel, "fused");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xnn

@@ -26,13 +26,17 @@
 // its output is at least kMinBandedConv1x1Bytes: the expansion and depthwise of an inverted
 // bottleneck, whose expanded tensor otherwise goes to memory and back. Likewise a depthwise
 // conv whose only reader is a 1x1 conv (the projection, residual included), from
-// kMinBandedDwconvBytes of depthwise output.
+// kMinBandedDwconvBytes of depthwise output; and a direct-convolution stem on the AVX-512 stem
+// kernel whose only reader is a max pool (kernels/conv_direct_maxpool.h), from
+// kMinBandedStemBytes of stem output.
 #include <chrono>
 #include <optional>
 
 #include "engine/backends/cpu/cpu_kernel.h"
+#include "engine/backends/cpu/pool_cpu.h"
 #include "engine/ops/fused_activation.h"
 #include "engine/kernels/conv1x1_dwconv.h"
+#include "engine/kernels/conv_direct_maxpool.h"
 #include "engine/kernels/depthwise.h"
 #include "engine/kernels/direct_conv.h"
 #include "engine/kernels/gemm.h"
@@ -71,6 +75,9 @@ constexpr int64_t kMinBandedConv1x1Bytes = int64_t{4} << 20;
 // with residual 0.81-0.83x, 32x112x112 -> 16 0.81-0.82x; 144x28x28 -> 32 0.96-0.99x, 192x28x28
 // -> 32 0.99-1.03x, 576x14x14 -> 96 1.05x.
 constexpr int64_t kMinBandedDwconvBytes = int64_t{1} << 20;
+// Smallest stem output banded together with its max pool reader (SqueezeNet's 64x111x111 and
+// ResNet-18's 64x112x112: 3.2 MB, which the pool otherwise reads back from L3).
+constexpr int64_t kMinBandedStemBytes = int64_t{1} << 20;
 
 class ConvKernel final : public CpuKernel {
  public:
@@ -99,6 +106,15 @@ class ConvKernel final : public CpuKernel {
   }
 
   std::string name() const override {
+    if (fused_ && fused_->max_pool) {
+      const kernels::Pool2dParams& mp = *fused_->max_pool;
+      const auto geometry = [](int64_t kh, int64_t kw, int64_t sh) {
+        return std::to_string(kh) + "x" + std::to_string(kw) + "s" + std::to_string(sh);
+      };
+      return "f32_conv" + geometry(s_.kh, s_.kw, s_.sh) + "_maxpool" + geometry(mp.kernel_h, mp.kernel_w, mp.stride_h) +
+             "_bands+" + kernels::conv_direct_kernel_name(direct_params(), isa_) + "+" +
+             kernels::maxpool2d_kernel_name(mp, isa_);
+    }
     if (fused_ && algo_ == ConvAlgo::kDepthwise) {
       return "f32_" + dw_geometry_name() + "_conv1x1_bands+" + kernels::dwconv_kernel_name(dw_params(), isa_) + "+" +
              kernels::gemm_kernel_name(isa_);
@@ -109,9 +125,7 @@ class ConvKernel final : public CpuKernel {
     }
     switch (algo_) {
       case ConvAlgo::kDepthwise: return kernels::dwconv_kernel_name(dw_params(), isa_);
-      case ConvAlgo::kDirect:
-        return kernels::conv_direct_kernel_name(
-            kernels::DirectConvParams{s_.cin, s_.cout, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl}, isa_);
+      case ConvAlgo::kDirect: return kernels::conv_direct_kernel_name(direct_params(), isa_);
       case ConvAlgo::kWinograd43:
       case ConvAlgo::kWinograd63: return winograd_->name();
       case ConvAlgo::kGemv1x1: return "f32_conv1x1_" + kernels::gemv_kernel_name(isa_);
@@ -123,8 +137,12 @@ class ConvKernel final : public CpuKernel {
 
   bool fuse_consumer(CpuKernel& consumer, std::span<const Tensor* const> consumer_inputs,
                      std::span<Tensor* const> consumer_outputs) override {
+    if (fused_ || has_residual_ || consumer_outputs.empty() || !consumer_outputs[0]) return false;
+    if (auto* pool_reader = dynamic_cast<MaxPool2dKernel*>(&consumer)) {
+      return consumer_outputs.size() == 1 && fuse_max_pool(*pool_reader, consumer_outputs[0]);
+    }
     auto* reader = dynamic_cast<ConvKernel*>(&consumer);
-    if (!reader || fused_ || has_residual_ || consumer_outputs.empty() || !consumer_outputs[0]) return false;
+    if (!reader) return false;
     if (reader->s_.n != s_.n || reader->s_.cin != s_.cout || reader->s_.h != s_.oh || reader->s_.w != s_.ow) return false;
     const int64_t intermediate_bytes = s_.cout * s_.oh * s_.ow * static_cast<int64_t>(sizeof(float));
     if (algo_ == ConvAlgo::kGemm1x1 && s_.group == 1) {
@@ -144,7 +162,20 @@ class ConvKernel final : public CpuKernel {
     }
     const Tensor* residual = reader->has_residual_ && consumer_inputs.size() > 3 ? consumer_inputs[3] : nullptr;
     if (reader->has_residual_ && !residual) return false;
-    fused_ = FusedReader{reader, residual, consumer_outputs[0]};
+    fused_ = FusedReader{reader, residual, consumer_outputs[0], std::nullopt};
+    return true;
+  }
+
+  // The stem and the max pool after it (f32_conv_direct_maxpool), per image.
+  bool fuse_max_pool(const MaxPool2dKernel& reader, Tensor* output) {
+    kernels::Pool2dParams image_pool = reader.params();
+    if (algo_ != ConvAlgo::kDirect || image_pool.planes != s_.n * s_.cout) return false;
+    image_pool.planes = s_.cout;
+    if (s_.cout * s_.oh * s_.ow * static_cast<int64_t>(sizeof(float)) < kMinBandedStemBytes ||
+        !kernels::conv_direct_maxpool_supported(direct_params(), image_pool, isa_)) {
+      return false;
+    }
+    fused_ = FusedReader{nullptr, nullptr, output, image_pool};
     return true;
   }
 
@@ -162,6 +193,10 @@ class ConvKernel final : public CpuKernel {
     return "dwconv" + k + "x" + k + "s" + std::to_string(s_.sh);
   }
 
+  kernels::DirectConvParams direct_params() const {
+    return kernels::DirectConvParams{s_.cin, s_.cout, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl};
+  }
+
   kernels::DepthwiseParams dw_params() const {
     return kernels::DepthwiseParams{s_.cin, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl};
   }
@@ -169,10 +204,19 @@ class ConvKernel final : public CpuKernel {
   // This conv and its fused reader, image by image, in bands of rows; the intermediate is never
   // written.
   void run_fused(const float* x, ThreadPool* pool) const {
+    float* y = fused_->output->data<float>();
+    if (fused_->max_pool) {
+      const kernels::Pool2dParams& mp = *fused_->max_pool;
+      for (int64_t b = 0; b < s_.n; ++b) {
+        kernels::f32_conv_direct_maxpool(direct_params(), weights_.data<float>(), bias_, act_, mp,
+                                         x + b * s_.cin * s_.h * s_.w, y + b * mp.planes * mp.out_h * mp.out_w, pool,
+                                         isa_);
+      }
+      return;
+    }
     const ConvKernel& r = *fused_->kernel;
     const int64_t in_image = s_.cin * s_.h * s_.w, out_image = r.s_.cout * r.s_.oh * r.s_.ow;
     const float* z = fused_->residual ? fused_->residual->data<float>() : nullptr;
-    float* y = fused_->output->data<float>();
     for (int64_t b = 0; b < s_.n; ++b) {
       const float* zb = z ? z + b * out_image : nullptr;
       if (algo_ == ConvAlgo::kDepthwise) {
@@ -198,11 +242,9 @@ class ConvKernel final : public CpuKernel {
           kernels::f32_dwconv(dw_params(), xb, weights_.data<float>(), bias_, zb, act_, yb, pool, isa_);
           break;
         }
-        case ConvAlgo::kDirect: {
-          kernels::DirectConvParams p{s_.cin, s_.cout, s_.h, s_.w, s_.oh, s_.ow, s_.kh, s_.sh, s_.pt, s_.pl};
-          kernels::f32_conv_direct(p, xb, weights_.data<float>(), bias_, zb, act_, yb, pool, isa_);
+        case ConvAlgo::kDirect:
+          kernels::f32_conv_direct(direct_params(), xb, weights_.data<float>(), bias_, zb, act_, yb, pool, isa_);
           break;
-        }
         case ConvAlgo::kWinograd43:
         case ConvAlgo::kWinograd63:
           winograd_->run(xb, s_.h, s_.w, s_.pt, s_.pl, yb, s_.oh, s_.ow, kernels::ConvEpilogue{bias_, zb, act_}, pool);
@@ -337,10 +379,13 @@ class ConvKernel final : public CpuKernel {
   // Set by fuse_consumer: the reader this conv computes too (its depthwise reader when this is
   // a 1x1 conv, its 1x1 reader when this is a depthwise conv), with that node's planned residual
   // (or null) and output.
+  // The fused reader: a depthwise or 1x1 ConvKernel (with its residual), or a max pool (its
+  // geometry for one image; kernel null).
   struct FusedReader {
     const ConvKernel* kernel;
     const Tensor* residual;
     Tensor* output;
+    std::optional<kernels::Pool2dParams> max_pool;
   };
   std::optional<FusedReader> fused_;
 };

@@ -1,6 +1,8 @@
 // CPU kernels for MaxPool, AveragePool and GlobalAveragePool on fp32 NCHW inputs
 // (engine/kernels/pooling.h). Geometry comes from window_geometry, the function the reference
 // kernels use, so pads, auto_pad and ceil_mode output sizes agree by construction.
+#include "engine/backends/cpu/pool_cpu.h"
+
 #include "engine/backends/cpu/cpu_kernel.h"
 #include "engine/kernels/pooling.h"
 #include "engine/ops/op_helpers.h"
@@ -35,19 +37,6 @@ bool pool2d_params(const CpuKernelPrepareContext& ctx, Pool2dParams* out) {
   *out = p;
   return true;
 }
-
-class MaxPool2dKernel : public CpuKernel {
- public:
-  MaxPool2dKernel(const Pool2dParams& p, kernels::Isa isa) : p_(p), isa_(isa) {}
-  std::string name() const override { return kernels::maxpool2d_kernel_name(p_, isa_); }
-  void run(KernelContext& ctx) override {
-    kernels::f32_maxpool2d(p_, ctx.input(0).data<float>(), ctx.output(0).data<float>(), ctx.pool(), isa_);
-  }
-
- private:
-  Pool2dParams p_;
-  kernels::Isa isa_;
-};
 
 class AvgPool2dKernel : public CpuKernel {
  public:
