@@ -27,6 +27,7 @@
 #include "engine/core/error.h"
 #include "engine/kernels/c16_avx512.h"
 #include "engine/kernels/depthwise.h"
+#include "engine/kernels/kernel_stride_dispatch.h"
 #include "engine/kernels/scratch.h"
 
 namespace xnn::kernels {
@@ -198,14 +199,7 @@ void f32_dwconv_c16__avx512(const DepthwiseParams& p, int64_t c0, int64_t oh0, i
                bias ? bias + c0 : nullptr,
                residual ? residual + c0 * out_plane : nullptr,
                output + c0 * out_cstride};
-  switch (p.kernel * 10 + p.stride) {
-    case 31: return run_task<3, 1>(t, act);
-    case 32: return run_task<3, 2>(t, act);
-    case 51: return run_task<5, 1>(t, act);
-    case 52: return run_task<5, 2>(t, act);
-    case 71: return run_task<7, 1>(t, act);
-    default: return run_task<7, 2>(t, act);
-  }
+  with_kernel_and_stride(p.kernel, p.stride, [&]<int K, int S>() { run_task<K, S>(t, act); });
 }
 
 }  // namespace xnn::kernels

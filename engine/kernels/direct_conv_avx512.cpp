@@ -29,6 +29,7 @@
 
 #include "engine/kernels/c16_avx512.h"
 #include "engine/kernels/direct_conv.h"
+#include "engine/kernels/kernel_stride_dispatch.h"
 #include "engine/kernels/scratch.h"
 
 namespace xnn::kernels {
@@ -146,14 +147,9 @@ void run_task(const DirectConvParams& p, int64_t co_begin, int64_t co_end, int64
 void f32_conv_direct_c16__avx512(const DirectConvParams& p, int64_t co_begin, int64_t co_end, int64_t oh0, int64_t oh1,
                                  const float* input, const float* weights, const float* bias, const float* residual,
                                  const Activation& act, float* output) {
-  switch (p.kernel * 10 + p.stride) {
-    case 31: return run_task<3, 1>(p, co_begin, co_end, oh0, oh1, input, weights, bias, residual, act, output);
-    case 32: return run_task<3, 2>(p, co_begin, co_end, oh0, oh1, input, weights, bias, residual, act, output);
-    case 51: return run_task<5, 1>(p, co_begin, co_end, oh0, oh1, input, weights, bias, residual, act, output);
-    case 52: return run_task<5, 2>(p, co_begin, co_end, oh0, oh1, input, weights, bias, residual, act, output);
-    case 71: return run_task<7, 1>(p, co_begin, co_end, oh0, oh1, input, weights, bias, residual, act, output);
-    default: return run_task<7, 2>(p, co_begin, co_end, oh0, oh1, input, weights, bias, residual, act, output);
-  }
+  with_kernel_and_stride(p.kernel, p.stride, [&]<int K, int S>() {
+    run_task<K, S>(p, co_begin, co_end, oh0, oh1, input, weights, bias, residual, act, output);
+  });
 }
 
 }  // namespace xnn::kernels
