@@ -28,7 +28,7 @@ void f32_conv_direct_maxpool(const DirectConvParams& conv, const float* weights,
   const int64_t channels = conv.out_channels, w = conv.out_w;
   const int64_t band_out = conv_direct_maxpool_band_rows(conv, pool);
   const int64_t buf_stride = ((band_out - 1) * pool.stride_h + pool.kernel_h) * w;  // floats per channel
-  const int64_t pool_plane = pool.out_h * pool.out_w;
+  const int64_t pool_plane = pool.out_h * pool.out_w, conv_band = conv_direct_band_rows(conv);
   bands::for_each_row_range(thread_pool, pool.out_h, [&](int64_t py_begin, int64_t py_end) {
     float* buf = thread_scratch_f32(static_cast<size_t>(channels * buf_stride), 3);
     bands::BandBuffer have{buf, channels, buf_stride, w};  // convolution rows [have0, have1)
@@ -38,11 +38,13 @@ void f32_conv_direct_maxpool(const DirectConvParams& conv, const float* weights,
       const int64_t py1 = std::min(py_end, py0 + band_out);
       const bands::RowRange need = bands::window_rows(py0, py1, pool.kernel_h, pool.stride_h, pool.pad_t, conv.out_h);
       const int64_t from = have.advance_to(need.begin);
-      if (need.end > from) {
-        band.out_row0 = have.have0;
-        f32_conv_direct_stem__avx512(band, 0, channels, from, need.end, input, weights, bias, nullptr, act, buf);
-        have.have1 = need.end;
+      band.out_row0 = have.have0;
+      // In the convolution's own bands (its padded input rows L1-sized), as f32_conv_direct.
+      for (int64_t r0 = from; r0 < need.end; r0 += conv_band) {
+        const int64_t r1 = std::min(need.end, r0 + conv_band);
+        f32_conv_direct_stem__avx512(band, 0, channels, r0, r1, input, weights, bias, nullptr, act, buf);
       }
+      have.have1 = std::max(have.have1, need.end);
       // The band's pool: rows [py0, py1) over convolution rows [have0, have1), the image's top
       // padding only where the band starts at the top.
       Pool2dParams part = pool;

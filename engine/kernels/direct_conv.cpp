@@ -64,6 +64,13 @@ std::string conv_direct_kernel_name(int64_t kernel, int64_t stride, Isa isa) {
   return "f32_conv" + k + "x" + k + "s" + std::to_string(stride) + "_direct" + (avx2 ? "__avx2" : "__scalar");
 }
 
+int64_t conv_direct_band_rows(const DirectConvParams& p) {
+  const int64_t k = p.kernel, s = p.stride;
+  const int64_t row_floats = (p.out_w - 1) * s + k + 8 * s;
+  const int64_t rows_in = std::max<int64_t>(k, 16384 / std::max<int64_t>(1, p.in_channels * row_floats));
+  return std::max<int64_t>(1, (rows_in - k) / s + 1);
+}
+
 void f32_conv_direct(const DirectConvParams& p, const float* input, const float* weights, const float* bias,
                      const float* residual, const Activation& act, float* output, ThreadPool* pool, Isa isa) {
   XNN_CHECK(f32_conv_direct_supported(p.kernel, p.stride, 1),
@@ -79,9 +86,7 @@ void f32_conv_direct(const DirectConvParams& p, const float* input, const float*
     // channels of its band (one copy of the band's input for every block of 16); at least 4
     // tasks per thread, from more bands, else from splitting the channels into groups of blocks.
     const int64_t blocks = (p.out_channels + 15) / 16;
-    const int64_t row_floats = (p.out_w - 1) * s + k + 8 * s;
-    const int64_t rows_in = std::max<int64_t>(k, 16384 / std::max<int64_t>(1, cin * row_floats));
-    int64_t band = std::max<int64_t>(1, (rows_in - k) / s + 1);
+    int64_t band = conv_direct_band_rows(p);
     const int64_t threads = pool ? pool->threads() : 1;
     const int64_t tasks_wanted = threads > 1 ? 4 * threads : 1;
     band = std::min(band, std::max<int64_t>(1, (p.out_h + tasks_wanted - 1) / tasks_wanted));

@@ -63,6 +63,9 @@ std::string conv_direct_kernel_name(const DirectConvParams& p, Isa isa);
 // channels [co_begin, co_end) (in blocks of 16 from co_begin, over one padded copy of the input
 // band) and output rows [oh0, oh1).
 bool direct_conv_c16(const DirectConvParams& p, Isa isa);
+// Output rows per call of the AVX-512 kernels (a band) whose zero-padded input rows, all
+// channels, take about 64 KB (L1-sized), at least one.
+int64_t conv_direct_band_rows(const DirectConvParams& p);
 
 // AVX-512 (direct_conv_stem_avx512.cpp), for at most 4 input channels (RGB and grey stems):
 // output pixels in the lanes, register tiles of 4 output channels × 64 pixels of a row, stored
