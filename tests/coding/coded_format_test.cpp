@@ -66,8 +66,12 @@ TEST(CodedFormat, EncodedModelLoadsToTheClusteredValuesExactly) {
       EXPECT_EQ(t.node, "fc");
       EXPECT_LE(t.codebook_size, 16);
       // Bit-packed indices gain from leaving out most zeros; no zeros, no sparse layout.
-      if (coder == coding::SymbolCoder::kFixed && zeros > 0.8) EXPECT_GT(t.gap_bits, 0);
-      if (zeros == 0.0) EXPECT_EQ(t.gap_bits, 0);
+      if (coder == coding::SymbolCoder::kFixed && zeros > 0.8) {
+        EXPECT_GT(t.gap_bits, 0);
+      }
+      if (zeros == 0.0) {
+        EXPECT_EQ(t.gap_bits, 0);
+      }
       ASSERT_TRUE(weight(m).coding.has_value());
       const std::string coded = serialize_xnn(m);
       EXPECT_LT(coded.size(), dense.size());

@@ -24,8 +24,12 @@ TEST(KMeans, KeepsZerosExactAndClustersTheRest) {
   std::memcpy(&bits, &c.centroids[0], 4);
   EXPECT_EQ(bits, 0u);  // +0.0 exactly
   for (size_t i = 0; i < w.size(); ++i) {
-    if (w[i] == 0.0f) EXPECT_EQ(c.assignment[i], 0);
-    if (w[i] != 0.0f) EXPECT_NE(c.assignment[i], 0);
+    if (w[i] == 0.0f) {
+      EXPECT_EQ(c.assignment[i], 0);
+    }
+    if (w[i] != 0.0f) {
+      EXPECT_NE(c.assignment[i], 0);
+    }
   }
   for (size_t k = 2; k < c.centroids.size(); ++k) EXPECT_LT(c.centroids[k - 1], c.centroids[k]);
   // Every value is at its nearest centroid among the non-zero ones (Lloyd's fixed point).

@@ -175,7 +175,9 @@ TEST(GradualPruner, MasksStayZeroThroughSgdStepsAndReachFinalSparsity) {
       auto it = pruner.masks().find(p.name);
       if (it == pruner.masks().end()) continue;
       for (size_t i = 0; i < it->second.size(); ++i) {
-        if (!it->second[i]) ASSERT_EQ(p.value.data<float>()[i], 0.0f) << p.name << " step " << step;
+        if (!it->second[i]) {
+          ASSERT_EQ(p.value.data<float>()[i], 0.0f) << p.name << " step " << step;
+        }
       }
     }
   }

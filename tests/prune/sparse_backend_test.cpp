@@ -159,7 +159,9 @@ TEST(SparseBackend, GemmAndMatMulTakeSparseKernelOnlyWhenSparse) {
         const auto [err, name] = compare(sparse, isa, threads);
         EXPECT_LT(err, 1e-5) << "trial " << trial << " " << name;
         EXPECT_NE(name.find(m == 1 ? "_sparse+f32_spmv" : "_sparse+f32_spmm"), std::string::npos) << name;
-        if (m > 1) EXPECT_EQ(name.find("perm") != std::string::npos, kernels::spmm_sliced_tail(m, isa) > 0) << name;
+        if (m > 1) {
+          EXPECT_EQ(name.find("perm") != std::string::npos, kernels::spmm_sliced_tail(m, isa) > 0) << name;
+        }
         const auto [derr, dname] = compare(dense, isa, threads);
         EXPECT_LT(derr, 1e-4);
         EXPECT_EQ(dname.find("sparse"), std::string::npos) << dname;
