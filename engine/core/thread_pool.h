@@ -21,8 +21,8 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>

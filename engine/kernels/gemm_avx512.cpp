@@ -40,7 +40,6 @@
 namespace xnn::kernels::internal {
 namespace {
 
-
 // Per accumulator row I (the assembler evaluates I*4): zero it, one FMA with row I's A value.
 #define XNN_ZERO(R, I) "vpxord %%" R #I ", %%" R #I ", %%" R #I "\n\t"
 #define XNN_FMA(R, B, I) "vfmadd231ps " #I "*4(%[a])" B ", %%" R "16, %%" R #I "\n\t"

@@ -32,10 +32,10 @@ void for_each_row_range(ThreadPool* pool, int64_t rows, F&& fn) {
 }
 
 // A band buffer of `channels` planes `channel_stride` floats apart, each holding input rows
-// [have0, have1) of width `width`, row have0 first. Before the next band, which needs rows
-// [need.begin, ...): keeps the rows it shares with this one (moved to each plane's front) or
-// drops them all, and returns the first row the buffer lacks (the caller computes from there
-// and sets have1).
+// [have0, have1) of width `width`, row have0 first. advance_to(need_begin), before a band that
+// needs rows from need_begin on: keeps the rows it shares with the last band (moved to each
+// plane's front) or drops them all, and returns the first row the buffer lacks (the caller
+// computes from there and sets have1).
 struct BandBuffer {
   float* data;
   int64_t channels, channel_stride, width;

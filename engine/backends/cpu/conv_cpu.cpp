@@ -376,11 +376,10 @@ class ConvKernel final : public CpuKernel {
   Isa isa_;
   std::vector<kernels::PackedA> packed_;
   std::optional<kernels::WinogradConv3x3> winograd_;
-  // Set by fuse_consumer: the reader this conv computes too (its depthwise reader when this is
-  // a 1x1 conv, its 1x1 reader when this is a depthwise conv), with that node's planned residual
-  // (or null) and output.
-  // The fused reader: a depthwise or 1x1 ConvKernel (with its residual), or a max pool (its
-  // geometry for one image; kernel null).
+  // Set by fuse_consumer: the reader this conv computes too, with that node's planned output —
+  // its depthwise reader when this is a 1x1 conv, its 1x1 reader when this is a depthwise conv
+  // (kernel, and the reader's residual or null), or the max pool after a direct-conv stem
+  // (max_pool: its geometry for one image; kernel and residual null).
   struct FusedReader {
     const ConvKernel* kernel;
     const Tensor* residual;
