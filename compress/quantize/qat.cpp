@@ -101,6 +101,7 @@ QatGraph insert_fake_quantization(const Model& float_model, const std::map<std::
       fq.inputs = {weight};
       fq.outputs = {fv};
       fq.attrs["axis"] = Attribute(static_cast<int64_t>(options.per_channel ? axis : -1));
+      if (options.reduce_range) fq.attrs["qmax"] = Attribute(static_cast<int64_t>(kReducedWeightQmax));
       nodes.push_back(std::move(fq));
       n.inputs[1] = fv;
       ++out.weight_fake_quants;
@@ -150,7 +151,8 @@ Model strip_fake_quantization(const Model& qat_model) {
 Model convert_qat_model(const Model& qat_model, const std::map<std::string, Range>& ranges, const QuantizeOptions& options,
                         QuantizeReport* report) {
   Model int8 = quantize_model_graph(strip_fake_quantization(qat_model), ranges, options, report);
-  int8.metadata.options["quantization"] = std::string("int8 qat, ") + (options.per_channel ? "per-channel weights" : "per-tensor weights");
+  int8.metadata.options["quantization"] = std::string("int8 qat, ") + (options.per_channel ? "per-channel weights" : "per-tensor weights") +
+                                           (options.reduce_range ? ", reduced-range weights" : "");
   return int8;
 }
 

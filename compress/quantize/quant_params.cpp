@@ -53,7 +53,8 @@ Split split_at(const Tensor& w, int axis) {
 
 }  // namespace
 
-QuantizedWeights quantize_weights_symmetric(const Tensor& w, int axis) {
+QuantizedWeights quantize_weights_symmetric(const Tensor& w, int axis, int qmax) {
+  if (qmax < 1 || qmax > kWeightQmax) throw Error("weight quantisation: qmax " + std::to_string(qmax) + " outside 1..127");
   if (w.dtype() != DType::kF32) {
     throw Error("weight quantisation: expected a float32 tensor, got " + std::string(dtype_name(w.dtype())));
   }
@@ -70,14 +71,15 @@ QuantizedWeights quantize_weights_symmetric(const Tensor& w, int axis) {
   QuantizedWeights q;
   q.axis = axis;
   q.values = Tensor(DType::kI8, w.shape());
-  for (float m : max_abs) q.scales.push_back(m > 0 && std::isfinite(m) ? m / 127.0f : 1.0f);
+  const float top = static_cast<float>(qmax);
+  for (float m : max_abs) q.scales.push_back(m > 0 && std::isfinite(m) ? m / top : 1.0f);
   int8_t* pq = q.values.data<int8_t>();
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t c = 0; c < s.channels; ++c) {
       const float scale = q.scales[static_cast<size_t>(c)];
       const int64_t base = (o * s.channels + c) * s.inner;
       for (int64_t i = base; i < base + s.inner; ++i) {
-        pq[i] = static_cast<int8_t>(std::clamp(std::nearbyint(pw[i] / scale), -127.0f, 127.0f));
+        pq[i] = static_cast<int8_t>(std::clamp(std::nearbyint(pw[i] / scale), -top, top));
       }
     }
   }

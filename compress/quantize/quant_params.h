@@ -3,7 +3,8 @@
 //   activations  uint8, asymmetric, per tensor: real = scale · (q - zero_point), q in [0, 255];
 //   weights      int8, symmetric (zero point 0), per output channel or per tensor, q in [-127, 127]
 //                (-128 is never used: the range stays symmetric, and a product of two -128s
-//                cannot saturate the kernels' 16-bit pair sums);
+//                cannot saturate the kernels' 16-bit pair sums); with the reduced range
+//                (QuantizeOptions::reduce_range) q in [-64, 64];
 //   bias         int32 in units of input_scale · weight_scale[c].
 // Rounding is half to even everywhere (std::nearbyint), as QuantizeLinear rounds.
 #pragma once
@@ -41,9 +42,17 @@ struct QuantizedWeights {
   int axis = -1;              // -1: per tensor
 };
 
+// Largest |q| of int8 weights: the full range, and the reduced one. Reduced-range weights make
+// every pair sum x1·w1 + x2·w2 of uint8 activations fit int16 (255·128 < 32768), so on CPUs without
+// VNNI the int8 GEMM takes its vpmaddubsw path (engine/kernels/qgemm.h: c4, 2x fp32's peak rather
+// than the exact int16 path's 1.5x) at the cost of one bit of weight precision. ONNX Runtime calls
+// the same choice reduce_range; oneDNN and FBGEMM make it on pre-VNNI x86.
+constexpr int kWeightQmax = 127;
+constexpr int kReducedWeightQmax = 64;
+
 // Symmetric int8 quantisation of a float tensor: per channel along `axis` (axis >= 0) or per
-// tensor (axis = -1). scale = max|w| / 127 (1 where a channel is all zeros).
-QuantizedWeights quantize_weights_symmetric(const Tensor& w, int axis);
+// tensor (axis = -1). scale = max|w| / qmax (1 where a channel is all zeros), q in [-qmax, qmax].
+QuantizedWeights quantize_weights_symmetric(const Tensor& w, int axis, int qmax = kWeightQmax);
 // Back to float (for tests and error measurements).
 Tensor dequantize_weights(const QuantizedWeights& q);
 

@@ -365,7 +365,8 @@ class Rewriter {
   // constants; returns the scales.
   std::vector<float> append_weights(std::vector<int>& inputs, const Node& n, int w, int axis,
                                    QuantizedWeights* quantized = nullptr) {
-    const QuantizedWeights q = quantize_weights_symmetric(*constant_of(src_, w), options_.per_channel ? axis : -1);
+    const QuantizedWeights q = quantize_weights_symmetric(*constant_of(src_, w), options_.per_channel ? axis : -1,
+                                                            options_.reduce_range ? kReducedWeightQmax : kWeightQmax);
     if (quantized) *quantized = q;
     const int64_t count = static_cast<int64_t>(q.scales.size());
     const std::vector<int32_t> zeros(q.scales.size(), 0);

@@ -30,6 +30,9 @@ namespace xnn::quantize {
 
 struct QuantizeOptions {
   bool per_channel = true;          // false: one weight scale per tensor (--per-tensor)
+  // Weights in [-64, 64] instead of [-127, 127] (kReducedWeightQmax, --reduce-range): the
+  // vpmaddubsw int8 GEMM on AVX2 CPUs without VNNI; VNNI CPUs run either at the same speed.
+  bool reduce_range = false;
   std::set<std::string> exclude;    // node names kept in fp32 (unknown names are an Error)
   // Bias correction (empirical, as in Nagel et al. 2019 "Data-Free Quantization", §4.2): each
   // Conv / Gemm bias absorbs the mean shift its weight rounding causes, E[(W_q − W)·x] per output

@@ -16,7 +16,8 @@ PtqResult post_training_quantize(const Model& model, const Tensor& calibration_s
   r.int8_model = std::make_shared<Model>(quantize_model_graph(*r.float_model, r.ranges, graph, &r.report));
   r.int8_model->metadata.options["quantization"] = "int8 ptq, " + calibration_method_name(options.calibration.method) +
                                                    (options.graph.per_channel ? ", per-channel weights" : ", per-tensor weights") +
-                                                   (options.graph.bias_correction ? ", bias correction" : "");
+                                                   (options.graph.bias_correction ? ", bias correction" : "") +
+                                                   (options.graph.reduce_range ? ", reduced-range weights" : "");
   return r;
 }
 

@@ -5,9 +5,10 @@
 //   FakeQuantize(x, scale, zero_point)   activations: uint8 per tensor, exactly
 //       y = (saturate_uint8(round_half_even(x / scale) + zero_point) - zero_point) · scale
 //       = DequantizeLinear(QuantizeLinear(x, scale, zero_point), scale, zero_point)
-//   FakeQuantize(w)  attr axis (-1: per tensor)   weights: int8 symmetric, the scale taken from the
-//       data as compress/quantize does (max|w| / 127 per slice along axis, 1 for an all-zero slice):
-//       y = clamp(round_half_even(w / scale), -127, 127) · scale
+//   FakeQuantize(w)  attrs axis (-1: per tensor), qmax (default 127; 64 for reduced-range weights)
+//       weights: int8 symmetric, the scale taken from the data as compress/quantize does
+//       (max|w| / qmax per slice along axis, 1 for an all-zero slice):
+//       y = clamp(round_half_even(w / scale), -qmax, qmax) · scale
 // Weight scales follow the data because the weights change during training and the int8
 // rewrite computes its scales from the trained weights. The gradient (straight-through
 // estimator) is in engine/train/grad_quantize.cpp.
@@ -40,7 +41,7 @@ WeightSplit weight_split(const Shape& shape, int64_t axis) {
   return s;
 }
 
-std::vector<float> fake_quantize_weight_scales(const Tensor& w, int64_t axis) {
+std::vector<float> fake_quantize_weight_scales(const Tensor& w, int64_t axis, float qmax) {
   const WeightSplit s = weight_split(w.shape(), axis);
   const float* pw = w.data<float>();
   std::vector<float> max_abs(static_cast<size_t>(s.channels), 0.0f);
@@ -52,7 +53,7 @@ std::vector<float> fake_quantize_weight_scales(const Tensor& w, int64_t axis) {
     }
   }
   std::vector<float> scales;
-  for (float m : max_abs) scales.push_back(m > 0 && std::isfinite(m) ? m / 127.0f : 1.0f);
+  for (float m : max_abs) scales.push_back(m > 0 && std::isfinite(m) ? m / qmax : 1.0f);
   return scales;
 }
 
@@ -68,6 +69,8 @@ void infer_fake_quantize(InferContext& ctx) {
     if (axis < -1 || axis >= static_cast<int64_t>(x.shape.size())) {
       ctx.fail("axis " + std::to_string(axis) + " must be -1 (per tensor) or an axis of input " + shape_str(x.shape));
     }
+    const int64_t qmax = ctx.node().attr_int("qmax", 127);
+    if (qmax < 1 || qmax > 127) ctx.fail("qmax " + std::to_string(qmax) + " must be in 1..127");
   }
   ctx.set_output(0, DType::kF32, x.shape);
 }
@@ -86,13 +89,14 @@ void run_fake_quantize(KernelContext& ctx) {
     }
     return;
   }
-  const std::vector<float> scales = fake_quantize_weight_scales(x, ctx.node().attr_int("axis", -1));
+  const float qmax = static_cast<float>(ctx.node().attr_int("qmax", 127));
+  const std::vector<float> scales = fake_quantize_weight_scales(x, ctx.node().attr_int("axis", -1), qmax);
   const WeightSplit s = weight_split(x.shape(), ctx.node().attr_int("axis", -1));
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t c = 0; c < s.channels; ++c) {
       const float scale = scales[static_cast<size_t>(c)];
       const int64_t base = (o * s.channels + c) * s.inner;
-      for (int64_t i = base; i < base + s.inner; ++i) py[i] = std::clamp(round_half_even(px[i] / scale), -127.0f, 127.0f) * scale;
+      for (int64_t i = base; i < base + s.inner; ++i) py[i] = std::clamp(round_half_even(px[i] / scale), -qmax, qmax) * scale;
     }
   }
 }
@@ -102,7 +106,7 @@ void run_fake_quantize(KernelContext& ctx) {
 void register_fake_quantize_ops(OpRegistry& r) {
   OpSchema s = make_schema("FakeQuantize", 1, 3, infer_fake_quantize, run_fake_quantize, {},
                            "Quantise and dequantise in one float op (QAT): uint8 with (scale, zero_point), or int8 "
-                           "symmetric weights with the scale from the data per `axis`");
+                           "symmetric weights in [-qmax, qmax] with the scale from the data per `axis`");
   s.domain = "ai.xnn";
   r.add(std::move(s));
 }

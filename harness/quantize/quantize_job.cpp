@@ -117,6 +117,7 @@ QuantizeJobResult run_quantize_job(const QuantizeJob& job, const std::function<v
   o.calibration = job.calibration;
   o.graph.per_channel = !job.per_tensor;
   o.graph.bias_correction = job.bias_correction;
+  o.graph.reduce_range = job.reduce_range;
   o.graph.exclude = std::set<std::string>(job.exclude.begin(), job.exclude.end());
   o.batch.threads = job.threads;
   say(progress, "calibrating on " + std::to_string(calib.dim(0)) + " samples (" +
@@ -131,6 +132,7 @@ QuantizeJobResult run_quantize_job(const QuantizeJob& job, const std::function<v
   r.calib_samples = calib.dim(0);
   r.per_tensor = job.per_tensor;
   r.bias_correction = job.bias_correction;
+  r.reduce_range = job.reduce_range;
   r.excluded = job.exclude;
 
   if (job.sensitivity || job.accuracy_budget) {
@@ -203,6 +205,7 @@ std::string to_json(const QuantizeJobResult& r) {
       .field("calib_samples", r.calib_samples)
       .field("weights", std::string(r.per_tensor ? "per-tensor" : "per-channel"))
       .field("bias_correction", r.bias_correction)
+      .field("weight_range", static_cast<int64_t>(r.reduce_range ? quantize::kReducedWeightQmax : quantize::kWeightQmax))
       .field("bytes_before", r.bytes_before)
       .field("bytes_after", r.bytes_after)
       .field("weight_bytes_before", r.weight_bytes_before)

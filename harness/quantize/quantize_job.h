@@ -36,6 +36,7 @@ struct QuantizeJob {
   quantize::CalibrationSettings calibration;
   bool per_tensor = false;
   bool bias_correction = false;  // quantize::QuantizeOptions::bias_correction
+  bool reduce_range = false;     // quantize::QuantizeOptions::reduce_range (weights in [-64, 64])
   std::vector<std::string> exclude;
   bool sensitivity = false;
   std::optional<double> accuracy_budget;  // points; needs a labelled dataset
@@ -54,6 +55,7 @@ struct QuantizeJobResult {
   int64_t calib_samples = 0;
   bool per_tensor = false;
   bool bias_correction = false;
+  bool reduce_range = false;
   int64_t bytes_before = 0, bytes_after = 0;              // model files
   int64_t weight_bytes_before = 0, weight_bytes_after = 0;  // constants of the graphs
   quantize::QuantizeReport report;

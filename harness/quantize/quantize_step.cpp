@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kKeys = {"calib_dataset", "calib_npy",   "data_dir",        "scale",       "mean",
                                         "std",           "layout",      "calib_samples",   "method",      "percentile",
                                         "per_tensor",    "exclude",     "sensitivity",     "accuracy_budget",
-                                        "val_samples",   "eval_limit",  "threads",         "bias_correction"};
+                                        "val_samples",   "eval_limit",  "threads",         "bias_correction",
+                                        "reduce_range"};
 
 // "exp.yaml:14:9" for a parameter's value: the file of the step's location, the value's line/column.
 std::string where(const std::string& step_location, const YAML::Node& value) {
@@ -131,6 +132,8 @@ std::unique_ptr<Step> make_step(const YAML::Node& p, const std::string& loc) {
   if (job.per_tensor) note("per_tensor", "true");
   if (p && p["bias_correction"]) job.bias_correction = get<bool>(p, "bias_correction", loc, "true or false");
   if (job.bias_correction) note("bias_correction", "true");
+  if (p && p["reduce_range"]) job.reduce_range = get<bool>(p, "reduce_range", loc, "true or false");
+  if (job.reduce_range) note("reduce_range", "true");
   if (p && p["exclude"]) {
     const YAML::Node e = p["exclude"];
     if (e.IsScalar()) {

@@ -9,8 +9,9 @@
 //            method: minmax}
 //
 // Keys mirror `xnn-lab quantize`'s flags (underscores for dashes): calib_dataset | calib_npy (one
-// of them), data_dir, scale, mean, std, layout, calib_samples, method, percentile, per_tensor, bias_correction,
-// exclude (a node name or a list), sensitivity, accuracy_budget, val_samples, eval_limit
+// of them), data_dir, scale, mean, std, layout, calib_samples, method, percentile, per_tensor,
+// bias_correction, reduce_range, exclude (a node name or a list), sensitivity, accuracy_budget,
+// val_samples, eval_limit
 // (default -1: no test evaluation; the experiment's accuracy metric measures the variant),
 // threads. The preprocessing (scale/mean/std/layout) must match the model's, as for `eval`.
 // A relative calib_npy / data_dir is relative to the experiment config's folder. Next to the

@@ -147,6 +147,32 @@ TEST(Qat, PerTensorOptionGivesPerTensorWeightFakeQuantization) {
   }
 }
 
+TEST(Qat, ReducedRangeFakeQuantizesWeightsOnTheSixtyFourStepGrid) {
+  const Calibrated c = calibrated_small_cnn();
+  QuantizeOptions o;
+  o.reduce_range = true;
+  const QatGraph qat = insert_fake_quantization(*c.float_model, c.ranges, o);
+  int weights = 0;
+  for (const Node& n : qat.model->graph.nodes) {
+    if (n.op_type == "FakeQuantize" && n.inputs.size() == 1) {
+      EXPECT_EQ(n.attr_int("qmax", 127), kReducedWeightQmax) << n.name;
+      ++weights;
+    }
+  }
+  EXPECT_EQ(weights, 3);
+  // The op: y = clamp(round(w / s), -64, 64) · s with s = max|w| / 64.
+  GraphBuilder b;
+  b.input("x", {3}).constant("w", Tensor::from_vector<float>({1.0f, -0.5f, 0.26f}, {1, 3}));
+  b.node("FakeQuantize", "fq", {"w"}, {"wq"}, {{"axis", int64_t{0}}, {"qmax", int64_t{64}}}).node("Add", "add", {"x", "wq"}, {"y"});
+  Model m = b.output("y", {1, 3}).model();
+  m.graph.nodes[0].domain = "ai.xnn";
+  const Tensor y = run_output(m, Tensor(DType::kF32, {1, 3}));
+  const float s = 1.0f / 64.0f;
+  EXPECT_FLOAT_EQ(y.data<float>()[0], 64 * s);
+  EXPECT_FLOAT_EQ(y.data<float>()[1], -32 * s);
+  EXPECT_FLOAT_EQ(y.data<float>()[2], std::nearbyint(0.26f / s) * s);
+}
+
 TEST(Qat, NothingToQuantizeIsAnError) {
   const Calibrated c = calibrated_small_cnn();
   EXPECT_THROW(insert_fake_quantization(*c.float_model, {}, {}), Error);

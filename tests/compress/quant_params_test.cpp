@@ -60,6 +60,25 @@ TEST(QuantParams, PerChannelWeightsRoundTripWithinHalfAStep) {
   EXPECT_LT(err_channel * 10, err_tensor);
 }
 
+TEST(QuantParams, ReducedRangeWeightsMapTheLargestMagnitudeToSixtyFour) {
+  const Tensor w = quantize::test::random_tensor({4, 3, 3, 3}, -1.0f, 1.0f, 7);
+  const QuantizedWeights q = quantize_weights_symmetric(w, 0, kReducedWeightQmax);
+  const Tensor back = dequantize_weights(q);
+  for (int64_t c = 0; c < 4; ++c) {
+    int max_abs = 0;
+    for (int64_t i = c * 27; i < (c + 1) * 27; ++i) {
+      max_abs = std::max(max_abs, std::abs(int(q.values.data<int8_t>()[i])));
+      EXPECT_LE(std::fabs(back.data<float>()[i] - w.data<float>()[i]), 0.5f * q.scales[size_t(c)] + 1e-7f) << i;
+    }
+    EXPECT_EQ(max_abs, 64) << c;
+  }
+  // Twice the full range's step, for the same data.
+  const QuantizedWeights full = quantize_weights_symmetric(w, 0);
+  for (size_t c = 0; c < 4; ++c) EXPECT_NEAR(q.scales[c], full.scales[c] * 127.0f / 64.0f, 1e-7f) << c;
+  EXPECT_THROW(quantize_weights_symmetric(w, 0, 0), Error);
+  EXPECT_THROW(quantize_weights_symmetric(w, 0, 128), Error);
+}
+
 TEST(QuantParams, GemmWeightsPerColumnAlongAxisOne) {
   const Tensor w = Tensor::from_vector<float>({1, -2, 0, 4, 0.5f, 0}, {2, 3});
   const QuantizedWeights q = quantize_weights_symmetric(w, 1);

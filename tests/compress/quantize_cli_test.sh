@@ -71,6 +71,11 @@ if "$XNN" quantize "$model" -o $work/bc.xnn --calib-npy $work/calib.npy --bias-c
   [ "$(jf $work/bc.json bias_correction)" = True ] && [ "$(jf $work/n.json bias_correction)" = False ] &&
     ok "--bias-correction recorded (and off by default)" || bad "bias_correction field"
 else bad "--bias-correction"; fi
+if "$XNN" quantize "$model" -o $work/rr.xnn --calib-npy $work/calib.npy --reduce-range --json >$work/rr.json 2>$work/out.txt; then
+  [ "$(jf $work/rr.json weight_range)" = 64 ] && [ "$(jf $work/n.json weight_range)" = 127 ] &&
+    ok "--reduce-range recorded: weights in [-64, 64] (127 by default)" || bad "weight_range field"
+  "$XNN" bench $work/rr.xnn --runs 2 --warmup 1 >$work/out.txt 2>&1 && ok "--reduce-range model runs" || bad "--reduce-range model does not run"
+else bad "--reduce-range"; fi
 
 # --- ONNX export of the int8 model and back ------------------------------------------------------
 if "$XNN" convert $work/q.xnn -o $work/q.onnx >$work/out.txt 2>&1 && "$XNN" convert $work/q.onnx -o $work/q2.xnn >$work/out.txt 2>&1; then

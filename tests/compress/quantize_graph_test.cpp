@@ -2,11 +2,13 @@
 // conv-relu-pool-conv-add-gap-gemm network.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "compress/quantize/float_model.h"
 #include "compress/quantize/quantizer.h"
 #include "compress/quantize/sensitivity.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/runtime/session.h"
 #include "tests/compress/test_graph.h"
 
@@ -176,6 +178,44 @@ TEST(QuantizeGraph, PerTensorWeightsUseOneScale) {
   EXPECT_EQ(q.graph.value(conv->inputs[4]).data->numel(), 1);
   const Tensor ref = run_first_output(*f.float_model, f.probe, {});
   EXPECT_GT(sqnr_db(ref, run_first_output(q, f.probe, {})), 20.0);
+}
+
+// --reduce-range: every int8 weight in [-64, 64]; on an AVX2 CPU without VNNI (XNN_ISA=avx2 runs
+// this test there too, tests/CMakeLists.txt) the convs take the vpmaddubsw GEMM (c4), which
+// full-range weights never get there (c2).
+TEST(QuantizeGraph, ReducedRangeWeightsTakeTheVpmaddubswGemmWithoutVnni) {
+  const Fixture f = calibrated();
+  QuantizeOptions o;
+  o.reduce_range = true;
+  const Model q = quantize_model_graph(*f.float_model, f.ranges, o);
+  int weight_tensors = 0;
+  for (const Node& n : q.graph.nodes) {
+    if (n.op_type != "QLinearConv" && n.op_type != "QGemm" && n.op_type != "QLinearMatMul") continue;
+    const Tensor& w = *q.graph.value(n.inputs[3]).data;
+    ASSERT_EQ(w.dtype(), DType::kI8) << n.name;
+    int max_abs = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) max_abs = std::max(max_abs, std::abs(int(w.data<int8_t>()[i])));
+    EXPECT_EQ(max_abs, kReducedWeightQmax) << n.name;
+    ++weight_tensors;
+  }
+  EXPECT_EQ(weight_tensors, 3);
+  const Tensor ref = run_first_output(*f.float_model, f.probe, {});
+  EXPECT_GT(sqnr_db(ref, run_first_output(q, f.probe, {})), 30.0);
+
+  const Model full = quantize_model_graph(*f.float_model, f.ranges, {});
+  auto conv_kernels = [&](const Model& m) {
+    Session s(std::make_shared<Model>(m));
+    s.run({{s.inputs().at(0).name, f.probe}});
+    std::string names;
+    for (const std::string& k : s.kernel_names()) names += k + " ";
+    return names;
+  };
+  const std::string reduced = conv_kernels(q), wide = conv_kernels(full);
+  if (kernels::best_isa() == kernels::Isa::kAvx2 && !kernels::vnni_enabled()) {
+    EXPECT_NE(reduced.find("qs8_gemm_4x16c4__avx2"), std::string::npos) << reduced;
+    EXPECT_EQ(reduced.find("c2__avx2"), std::string::npos) << reduced;
+    EXPECT_EQ(wide.find("c4__avx2"), std::string::npos) << wide;
+  }
 }
 
 TEST(QuantizeGraph, MatMulConcatAndAveragePoolBecomeInt8) {
