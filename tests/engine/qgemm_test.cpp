@@ -14,7 +14,9 @@
 
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/kernels/qgemm.h"
+#include "engine/kernels/qgemv.h"
 
 namespace xnn::kernels {
 namespace {
@@ -465,6 +467,52 @@ TEST(QGemmWeights, PackingRejectsOverflowableBiasAndBadStrides) {
   const float bad_mult[1] = {0.0f};
   rq.multiplier = bad_mult;
   EXPECT_THROW(qs8_gemm(packed, 2, x, 2, 0, rq, y, 2, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace xnn::kernels
+
+// ---- int8 GEMV (qgemv.h) ---------------------------------------------------------------------
+
+namespace xnn::kernels {
+namespace {
+
+// Every depth around the vector widths (16 AVX2, 32 AVX-512) and row counts around the 4-row
+// blocks, extreme weights and activations, a row stride with a gap, 1 and 2 threads: equal to the
+// exact int64 sum (wrapped like the kernels' int32 adds) on whichever kernel this CPU / XNN_ISA
+// picks (the avx2 ctest runs qgemv_avx2.cpp).
+TEST(QGemv, MatchesTheExactSumAtEveryDepthAndRowTail) {
+  std::mt19937 rng(91);
+  ThreadPool pool(2);
+  const std::string name = qs8_gemv_kernel_name();
+  const std::string want_name = avx512_enabled() ? "qs8_gemv__avx512"
+                                : best_isa() == Isa::kAvx2 ? "qs8_gemv__avx2" : "qs8_gemv__scalar";
+  EXPECT_EQ(name, want_name);
+  for (int64_t k : {1, 7, 15, 16, 17, 31, 32, 33, 48, 63, 100, 1280}) {
+    for (int64_t n : {1, 3, 4, 5, 9, 1000}) {
+      const int64_t ldw = k + 5;
+      std::vector<int8_t> w = random_weights(rng, n * ldw);
+      std::vector<int16_t> x(static_cast<size_t>(k));
+      std::uniform_int_distribution<int> dx(-255, 255);
+      for (int16_t& v : x) v = static_cast<int16_t>(dx(rng));
+      if (k >= 16) {  // the extremes of both operands in one row
+        for (int64_t p = 0; p < k; ++p) w[size_t(p)] = -128, x[size_t(p)] = p % 2 ? 255 : -255;
+      }
+      const std::vector<int32_t> init = random_bias(rng, n, 1 << 30);
+      for (bool with_init : {false, true}) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          std::vector<int32_t> acc(static_cast<size_t>(n), 12345);
+          qs8_gemv(n, k, w.data(), ldw, x.data(), with_init ? init.data() : nullptr, acc.data(), p);
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t s = with_init ? init[size_t(j)] : 0;
+            for (int64_t q = 0; q < k; ++q) s += int64_t{w[size_t(j * ldw + q)]} * x[size_t(q)];
+            ASSERT_EQ(acc[size_t(j)], static_cast<int32_t>(static_cast<uint32_t>(s)))
+                << name << " k " << k << " n " << n << " row " << j << " init " << with_init;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
