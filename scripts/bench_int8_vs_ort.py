@@ -12,7 +12,8 @@ same calibration data, our accuracy at least as good as ONNX Runtime's and our I
 Both quantisers get the same FP32 model and the same calibration tensors, and use the same
 scheme: per-output-channel symmetric int8 weights, asymmetric uint8 activations, min-max ranges
 (`--method` picks ours; ONNX Runtime's calibrate_method follows: minmax -> MinMax, percentile ->
-Percentile, kl -> Entropy). ONNX Runtime's model is QDQ (its recommended format; its CPU provider
+Percentile, kl -> Entropy; --reduce-range gives both 7-bit weights in [-64, 64], ONNX Runtime's
+reduce_range=True). ONNX Runtime's model is QDQ (its recommended format; its CPU provider
 fuses the QDQ groups into its int8 kernels), after its own quant_pre_process.
 
   * torchvision models (DIR/NAME.onnx from scripts/export_torchvision.py: seeded random weights,
@@ -112,7 +113,7 @@ class OrtModel:
         return statistics.median(times)
 
 
-def ort_quantize(fp32, out, calib, method, work):
+def ort_quantize(fp32, out, calib, method, work, reduce_range=False):
     from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
                                           quantize_static)
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -133,7 +134,8 @@ def ort_quantize(fp32, out, calib, method, work):
     if method not in methods:
         sys.exit("--method %s has no ONNX Runtime counterpart (minmax, percentile, kl)" % method)
     quantize_static(pre, out, Reader(name), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, calibrate_method=methods[method])
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, calibrate_method=methods[method],
+                    reduce_range=reduce_range)
 
 
 def xnn_infer(xnn_lab, model, x, work, tag):
@@ -236,9 +238,9 @@ def quantize_both(xnn_lab, ort, fp32, calib, work, tag, args):
     ours = {"fp32": fp32, "int8": os.path.join(work, "xnn_int8%s.xnn" % tag)}
     run([xnn_lab, "quantize", fp32, "-o", ours["int8"], "--calib-npy", calib_npy, "--calib-samples",
          str(calib.shape[0]), "--method", args.method, "--eval-limit", "-1"] +
-        (["--bias-correction"] if args.bias_correction else []))
+        (["--bias-correction"] if args.bias_correction else []) + (["--reduce-range"] if args.reduce_range else []))
     ort_int8 = os.path.join(work, "ort_int8%s.onnx" % tag)
-    ort_quantize(fp32, ort_int8, calib, args.method, work)
+    ort_quantize(fp32, ort_int8, calib, args.method, work, args.reduce_range)
     return ours, {"fp32": OrtModel(ort, fp32, args.threads), "int8": OrtModel(ort, ort_int8, args.threads)}
 
 
@@ -301,6 +303,9 @@ def main():
                         "'at least as good' then compares the means")
     p.add_argument("--bias-correction", action="store_true",
                    help="ours with --bias-correction (same calibration data; ONNX Runtime has no such option)")
+    p.add_argument("--reduce-range", action="store_true",
+                   help="weights in [-64, 64] for both: ours with --reduce-range, ONNX Runtime's reduce_range=True "
+                        "(the vpmaddubsw int8 GEMM of AVX2 CPUs without VNNI)")
     args = p.parse_args()
     try:
         import onnxruntime as ort
