@@ -125,6 +125,9 @@ variants:
   - name: int8
     steps:
       - {type: quantize, calib_dataset: fashion-mnist, scale: 1/255, mean: 0.2860, std: 0.3530, calib_samples: 100}
+  - name: int8_reduced
+    steps:
+      - {type: quantize, calib_dataset: fashion-mnist, scale: 1/255, mean: 0.2860, std: 0.3530, calib_samples: 50, reduce_range: true}
 targets: [{kind: cpu}]
 metrics:
   latency: {runs: 3, min_time: 0.01, warmup: 1}
@@ -133,6 +136,11 @@ YAML
 if "$XNN" run $work/exp.yaml --db $work/e.db >$work/out.txt 2>&1 && grep -qE "int8 .*DONE" $work/out.txt; then
   ok "the quantize step runs inside an experiment"
 else bad "quantize step in an experiment"; fi
+grep -qE "int8_reduced .*DONE" $work/out.txt && ok "the quantize step takes reduce_range" || bad "reduce_range step"
+sed 's/reduce_range: true}/reduce_range: maybe}/' $work/exp.yaml >$work/bad_rr.yaml
+if "$XNN" run $work/bad_rr.yaml --db $work/e3.db >$work/out.txt 2>&1; then bad "reduce_range: maybe accepted"
+elif grep -q "bad_rr.yaml:13:.*reduce_range.*true or false" $work/out.txt; then ok "reduce_range: maybe: error names the config location"
+else bad "reduce_range error message: $(head -c 300 $work/out.txt)"; fi
 sed 's/calib_samples: 100}/calib_samples: 100, method: entropy}/' $work/exp.yaml >$work/bad_step.yaml
 if "$XNN" run $work/bad_step.yaml --db $work/e2.db >$work/out.txt 2>&1; then bad "unknown method in a step accepted"
 elif grep -q "bad_step.yaml:10:.*unknown calibration method 'entropy'" $work/out.txt; then ok "step error names the config location"
