@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "engine/kernels/qgemv.h"
+#include "engine/kernels/qgemv_rows.h"
 
 namespace xnn::kernels::internal {
 namespace {
@@ -41,17 +42,10 @@ inline void rows_dot(int64_t k, const int8_t* w, int64_t ldw, const int16_t* x, 
 
 void qs8_gemv_rows__avx512(int64_t j0, int64_t j1, int64_t k, const int8_t* w, int64_t ldw, const int16_t* x,
                            const int32_t* init, int32_t* acc) {
-  int64_t j = j0;
-  int32_t s[4];
-  for (; j + 4 <= j1; j += 4) {
-    rows_dot<4>(k, w + j * ldw, ldw, x, s);
-    for (int r = 0; r < 4; ++r) acc[j + r] = static_cast<int32_t>(static_cast<uint32_t>(init ? init[j + r] : 0) +
-                                                                  static_cast<uint32_t>(s[r]));
-  }
-  for (; j < j1; ++j) {
-    rows_dot<1>(k, w + j * ldw, ldw, x, s);
-    acc[j] = static_cast<int32_t>(static_cast<uint32_t>(init ? init[j] : 0) + static_cast<uint32_t>(s[0]));
-  }
+  qs8_gemv_rows_in_blocks(j0, j1, w, ldw, init, acc, [&](int rows, const int8_t* row, int32_t* out) {
+    if (rows == 4) return rows_dot<4>(k, row, ldw, x, out);
+    rows_dot<1>(k, row, ldw, x, out);
+  });
 }
 
 }  // namespace xnn::kernels::internal
