@@ -101,7 +101,8 @@ QatGraph insert_fake_quantization(const Model& float_model, const std::map<std::
       fq.inputs = {weight};
       fq.outputs = {fv};
       fq.attrs["axis"] = Attribute(static_cast<int64_t>(options.per_channel ? axis : -1));
-      if (options.reduce_range) fq.attrs["qmax"] = Attribute(static_cast<int64_t>(kReducedWeightQmax));
+      const int qmax = weight_qmax(options, n, *w.data);
+      if (qmax != kWeightQmax) fq.attrs["qmax"] = Attribute(static_cast<int64_t>(qmax));
       nodes.push_back(std::move(fq));
       n.inputs[1] = fv;
       ++out.weight_fake_quants;

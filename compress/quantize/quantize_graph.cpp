@@ -365,8 +365,8 @@ class Rewriter {
   // constants; returns the scales.
   std::vector<float> append_weights(std::vector<int>& inputs, const Node& n, int w, int axis,
                                    QuantizedWeights* quantized = nullptr) {
-    const QuantizedWeights q = quantize_weights_symmetric(*constant_of(src_, w), options_.per_channel ? axis : -1,
-                                                            options_.reduce_range ? kReducedWeightQmax : kWeightQmax);
+    const Tensor& wt = *constant_of(src_, w);
+    const QuantizedWeights q = quantize_weights_symmetric(wt, options_.per_channel ? axis : -1, weight_qmax(options_, n, wt));
     if (quantized) *quantized = q;
     const int64_t count = static_cast<int64_t>(q.scales.size());
     const std::vector<int32_t> zeros(q.scales.size(), 0);
@@ -568,6 +568,11 @@ std::vector<QuantizableLayer> quantizable_layers(const Graph& g) {
     if (requantizable(g, n)) out.push_back({n.name, n.op_type});
   }
   return out;
+}
+
+int weight_qmax(const QuantizeOptions& options, const Node& n, const Tensor& w) {
+  const bool depthwise = n.op_type == "Conv" && n.attr_int("group", 1) > 1 && w.rank() >= 2 && w.dim(1) == 1;
+  return options.reduce_range && !depthwise ? kReducedWeightQmax : kWeightQmax;
 }
 
 Model quantize_model_graph(const Model& float_model, const std::map<std::string, Range>& ranges,

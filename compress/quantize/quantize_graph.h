@@ -30,8 +30,9 @@ namespace xnn::quantize {
 
 struct QuantizeOptions {
   bool per_channel = true;          // false: one weight scale per tensor (--per-tensor)
-  // Weights in [-64, 64] instead of [-127, 127] (kReducedWeightQmax, --reduce-range): the
-  // vpmaddubsw int8 GEMM on AVX2 CPUs without VNNI; VNNI CPUs run either at the same speed.
+  // Weights in [-64, 64] instead of [-127, 127] (kReducedWeightQmax, --reduce-range) for the
+  // layers that run on the int8 GEMM (see weight_qmax): its vpmaddubsw path on AVX2 CPUs without
+  // VNNI; VNNI CPUs run either at the same speed.
   bool reduce_range = false;
   std::set<std::string> exclude;    // node names kept in fp32 (unknown names are an Error)
   // Bias correction (empirical, as in Nagel et al. 2019 "Data-Free Quantization", §4.2): each
@@ -49,6 +50,13 @@ struct QuantizableLayer {
   std::string name, op_type;
 };
 std::vector<QuantizableLayer> quantizable_layers(const Graph& g);
+
+// The largest |q| of node n's int8 weights w: kReducedWeightQmax with reduce_range, except for a
+// depthwise Conv (one input channel per group), which stays at kWeightQmax: the depthwise int8
+// kernels multiply exactly either way (no vpmaddubsw path), and 9 or 25 taps per channel lose the
+// most from a coarser grid (trained MobileNetV2 under reduce_range for every layer: cosine min
+// 0.991 -> 0.980).
+int weight_qmax(const QuantizeOptions& options, const Node& n, const Tensor& w);
 
 struct QuantizeReport {
   int int8_nodes = 0;        // nodes computing on 8-bit tensors

@@ -218,6 +218,28 @@ TEST(QuantizeGraph, ReducedRangeWeightsTakeTheVpmaddubswGemmWithoutVnni) {
   }
 }
 
+// Depthwise convs keep full-range weights under reduce_range (no vpmaddubsw path to gain, the
+// most precision to lose); grouped convs with several input channels per group and linear layers
+// take the reduced range.
+TEST(QuantizeGraph, ReducedRangeSkipsDepthwiseConvs) {
+  QuantizeOptions reduced;
+  reduced.reduce_range = true;
+  Node conv;
+  conv.op_type = "Conv";
+  Node depthwise = conv, grouped = conv, gemm;
+  depthwise.attrs["group"] = Attribute(int64_t{8});
+  grouped.attrs["group"] = Attribute(int64_t{2});
+  gemm.op_type = "Gemm";
+  const Tensor dw_w(DType::kF32, {8, 1, 3, 3}), grouped_w(DType::kF32, {8, 4, 3, 3}), conv_w(DType::kF32, {8, 8, 1, 1}),
+      fc_w(DType::kF32, {10, 32});
+  EXPECT_EQ(weight_qmax(reduced, depthwise, dw_w), kWeightQmax);
+  EXPECT_EQ(weight_qmax(reduced, grouped, grouped_w), kReducedWeightQmax);
+  EXPECT_EQ(weight_qmax(reduced, conv, conv_w), kReducedWeightQmax);
+  EXPECT_EQ(weight_qmax(reduced, gemm, fc_w), kReducedWeightQmax);
+  EXPECT_EQ(weight_qmax({}, conv, conv_w), kWeightQmax);
+  EXPECT_EQ(weight_qmax({}, depthwise, dw_w), kWeightQmax);
+}
+
 TEST(QuantizeGraph, MatMulConcatAndAveragePoolBecomeInt8) {
   // conv 1x1 -> concat with the input -> average pool -> reshape [N, 6, 2, 2] -> [N, 2, 12] -> matmul
   test::GraphBuilder full;
