@@ -49,7 +49,7 @@ float parse_one_float(const std::string& option, const std::string& text) {
 void print_summary(const std::string& model, const ptq::QuantizeJobResult& r) {
   std::printf("quantized %s -> %s (%s, %lld calibration samples, %s weights%s)\n", model.c_str(), r.output_path.c_str(),
               r.method.c_str(), static_cast<long long>(r.calib_samples), r.per_tensor ? "per-tensor" : "per-channel",
-              r.reduce_range ? " in [-64, 64]" : "");
+              r.reduce_range ? ", GEMM layers in [-64, 64]" : "");
   std::printf("  nodes: %d int8, %d fp32; %d QuantizeLinear, %d DequantizeLinear; %d activations fused\n", r.report.int8_nodes,
               r.report.fp32_nodes, r.report.quantize_nodes, r.report.dequantize_nodes, r.report.fused_activations);
   std::printf("  size: %lld -> %lld bytes (weights %lld -> %lld bytes)\n", static_cast<long long>(r.bytes_before),
@@ -162,7 +162,8 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--per-tensor", job.per_tensor, "One weight scale per tensor instead of per output channel");
   cmd->add_flag("--reduce-range", job.reduce_range,
-                "Weights in [-64, 64] (7 bits): the faster vpmaddubsw int8 GEMM on AVX2 CPUs without VNNI");
+                "GEMM layers' weights in [-64, 64] (depthwise convs keep [-127, 127]): the faster vpmaddubsw int8 "
+                "GEMM on AVX2 CPUs without VNNI, for one bit of weight precision");
   cmd->add_flag("--bias-correction", job.bias_correction,
                 "Fold each Conv/Gemm's mean weight-rounding error on the calibration inputs into its bias");
   cmd->add_option("--exclude", job.exclude, "Nodes kept fp32 (names as `xnn-lab quantize --sensitivity` lists them)")
