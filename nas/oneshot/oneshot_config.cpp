@@ -17,7 +17,7 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   }
   const config::YamlSection s(config.method_options, "oneshot", config.file,
                               {"width", "epochs", "steps_per_path", "validation_size", "bn_batches", "retrain",
-                               "retrain_at_baselines", "retrain_per_baseline"});
+                               "retrain_at_baselines", "retrain_per_baseline", "screen_epochs", "screen_keep"});
   OneshotOptions o;
   o.width = *std::max_element(config.space.width_multipliers.begin(), config.space.width_multipliers.end());
   o.epochs = config.recipe.epochs;
@@ -45,6 +45,21 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   s.read("retrain", o.retrain, "an integer >= 1 (or 0 with retrain_at_baselines: true)");
   if (o.retrain < 0 || (o.retrain == 0 && !o.retrain_at_baselines)) {
     s.fail("retrain", "must be >= 1 (or 0 with retrain_at_baselines: true)");
+  }
+  s.read("screen_epochs", o.screen_epochs, "an integer >= 0 (0: no screening)");
+  if (o.screen_epochs < 0) s.fail("screen_epochs", "must be >= 0");
+  if (o.screen_epochs > 0 && !o.retrain_at_baselines) {
+    s.fail("screen_epochs", "screens the per-baseline picks: it needs retrain_at_baselines: true");
+  }
+  if (o.screen_epochs >= config.recipe.epochs) {
+    s.fail("screen_epochs", "must be below train.epochs (" + std::to_string(config.recipe.epochs) +
+                                "): a screen is a shorter training than the retrain");
+  }
+  s.read("screen_keep", o.screen_keep, "an integer >= 1");
+  if (o.screen_keep < 1) s.fail("screen_keep", "must be >= 1");
+  if (o.screen_epochs > 0 && o.screen_keep >= o.retrain_per_baseline) {
+    s.fail("screen_keep", "must be below retrain_per_baseline (" + std::to_string(o.retrain_per_baseline) +
+                              "): screening that keeps every pick only costs time");
   }
   return o;
 }

@@ -28,6 +28,14 @@ struct OneshotOptions {
   // among every scored subnet within its latency (the first is always on the front). Inherited
   // accuracy ranks close subnets poorly, so a second or third pick can retrain better.
   int retrain_per_baseline = 1;
+  // Screening by short training (multi-fidelity, as successive halving's first rung): with
+  // screen_epochs > 0, each baseline's picks are first trained from scratch for screen_epochs
+  // epochs with the recipe (its schedule compressed to them) and scored on the held-out
+  // validation images; only the screen_keep best go on to the full retrain. Inherited accuracy
+  // ranks subnets of similar cost poorly; a few epochs of real training rank them better, at a
+  // fraction of a full retrain each. Never the test set: it reports, it does not choose.
+  int screen_epochs = 0;
+  int screen_keep = 1;
 };
 
 // Reads config.method_options (strict keys; errors name FILE:LINE:COL and the key) and checks

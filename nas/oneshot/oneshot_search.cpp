@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include "engine/core/error.h"
 #include "engine/format/xnn_format.h"
+#include "engine/runtime/model_io.h"
 #include "harness/util/json.h"
 #include "nas/oneshot/oneshot_config.h"
 #include "nas/oneshot/subnet_objective.h"
@@ -89,7 +91,50 @@ double baseline_latency_ms(const NasConfig& config, const BaselineSpec& b, const
   return ms;
 }
 
+// Screening of one baseline's picks: each trained from scratch for options.screen_epochs epochs
+// with the recipe (its schedule compressed to them) into <output>/screen/<subnet> (a resumed
+// search re-uses a finished screen), its exported model scored on the validation images the
+// inherited weights were scored on. `screened` caches scores per architecture: a subnet within
+// two baselines' latency is screened once. Returns the options.screen_keep best.
+std::vector<CandidateResult> screen_picks(const NasConfig& config, const SubnetObjective& scorer,
+                                          const std::vector<CandidateResult>& picks, const LatencyFn& latency,
+                                          const train::ProgressFn& progress, std::map<std::string, double>& screened) {
+  const OneshotOptions& options = scorer.options();
+  const auto log = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  for (const CandidateResult& cand : picks) {
+    if (screened.count(cand.arch)) continue;
+    train::TrainConfig r = config.recipe;
+    r.name = config.name + "_screen_" + cand.name;
+    r.epochs = options.screen_epochs;
+    r.resume = true;
+    const auto t0 = Clock::now();
+    const CandidateResult t =
+        train_and_measure(arch::build_arch_model(config.space, arch::parse_arch(cand.arch), config.seed, 0), r,
+                          (fs::path(config.output_dir) / "screen" / cand.name).string(), latency, progress, nullptr);
+    const double val = scorer.validation_top1(load_model(t.xnn_path));
+    screened[cand.arch] = val;
+    log("screen " + cand.name + " (" + cand.arch + "): validation top1 " + fmt("%.2f%%", 100 * val) + " after " +
+        std::to_string(options.screen_epochs) + " epoch(s) (inherited " + fmt("%.2f%%", 100 * cand.top1) +
+        "), latency " + fmt("%.3f ms", t.latency_ms) + ", " + fmt("%.1f s", seconds_since(t0)));
+  }
+  return best_screened(picks, screened, options.screen_keep);
+}
+
 }  // namespace
+
+std::vector<CandidateResult> best_screened(const std::vector<CandidateResult>& picks,
+                                           const std::map<std::string, double>& screened, int keep) {
+  for (const CandidateResult& c : picks) {
+    if (!screened.count(c.arch)) throw Error("oneshot: " + c.name + " (" + c.arch + ") was not screened");
+  }
+  std::vector<CandidateResult> ranked = picks;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](const auto& a, const auto& b) { return screened.at(a.arch) > screened.at(b.arch); });
+  if (static_cast<int>(ranked.size()) > keep) ranked.resize(keep);
+  return ranked;
+}
 
 std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n) {
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.top1 > b.top1; });
@@ -193,15 +238,22 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
     // Every scored subnet: the best within a budget is on the front, the next ones
     // (retrain_per_baseline > 1) need not be.
     const std::vector<CandidateResult> scored = scored_subnets(study);
+    std::map<std::string, double> screened;  // architecture -> validation top-1 after the screen
     for (const BaselineSpec& b : config.baselines) {
       const double budget = baseline_latency_ms(config, b, latency);
-      const std::vector<CandidateResult> picks = best_within_latency(scored, budget, options.retrain_per_baseline);
+      std::vector<CandidateResult> picks = best_within_latency(scored, budget, options.retrain_per_baseline);
       if (picks.empty()) log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): no subnet within it");
       for (size_t i = 0; i < picks.size(); ++i) {
         const CandidateResult& c = picks[i];
         log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): its " +
             (i == 0 ? std::string("best") : "#" + std::to_string(i + 1)) + " subnet within it is " + c.name + " (" +
             fmt("%.3f ms", c.latency_ms) + ", inherited " + fmt("%.2f%%", 100 * c.top1) + ")");
+      }
+      if (options.screen_epochs > 0 && static_cast<int>(picks.size()) > options.screen_keep) {
+        picks = screen_picks(config, scorer, picks, latency, progress, screened);
+        std::string kept;
+        for (const CandidateResult& c : picks) kept += (kept.empty() ? "" : ", ") + c.name;
+        log("baseline " + b.name + ": screening keeps " + kept);
       }
       append_new_architectures(chosen, picks);
     }

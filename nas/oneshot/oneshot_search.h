@@ -7,11 +7,17 @@
 // The `oneshot.retrain` best subnets of the inherited-weight Pareto front are then retrained
 // from scratch with the recipe (train_and_measure): their test accuracy and measured latency
 // are what the result reports, and their Pareto front is exported like the black-box search's.
+// With oneshot.screen_epochs, each baseline's picks are screened first: trained from scratch for
+// a few epochs, ranked on the validation images, and only the best go on to the full retrain.
 //
 // Resuming: the supernet checkpoint (<output_dir>/supernet/supernet.tensors) skips finished
 // epochs, the subnet study resumes from the database, retrained subnets and baselines resume
-// from their training checkpoints.
+// from their training checkpoints (screening runs too: <output_dir>/screen/<subnet>).
 #pragma once
+#include <map>
+#include <string>
+#include <vector>
+
 #include "harness/store/store.h"
 #include "nas/blackbox_search.h"
 #include "nas/nas_config.h"
@@ -30,5 +36,11 @@ std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> sc
 // pick may be a front winner, or the same architecture scored under another trial number);
 // returns how many it appended.
 int append_new_architectures(std::vector<CandidateResult>& chosen, const std::vector<CandidateResult>& picks);
+
+// The screening's choice (oneshot.screen_epochs): the `keep` picks with the best screened
+// validation top-1 (`screened`: architecture -> top-1 after the short training), ties in their
+// order in `picks` (the inherited ranking). Every pick must have a screened score.
+std::vector<CandidateResult> best_screened(const std::vector<CandidateResult>& picks,
+                                           const std::map<std::string, double>& screened, int keep);
 
 }  // namespace xnn::nas

@@ -66,4 +66,8 @@ CandidateResult SubnetObjective::score(const arch::Arch& a, const std::string& m
   return c;
 }
 
+double SubnetObjective::validation_top1(const std::shared_ptr<Model>& model) const {
+  return top1_accuracy(model, state_->validation, sub_.recipe.threads);
+}
+
 }  // namespace xnn::nas

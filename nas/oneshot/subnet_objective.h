@@ -30,6 +30,9 @@ class SubnetObjective {
   // Scores `arch` (in search_config().space). The batch-1 model is written to `model_path` for
   // the latency source and removed afterwards. Deterministic but for the measured latency.
   CandidateResult score(const arch::Arch& arch, const std::string& model_path);
+  // Top-1 (0..1) of a trained model on the same held-out validation images score() uses (the
+  // screening of short retrains ranks on them, never on the test set).
+  double validation_top1(const std::shared_ptr<Model>& model) const;
   // Seconds the last score() spent in each phase, for progress lines.
   double recalibrate_seconds() const { return recalibrate_s_; }
   double validate_seconds() const { return validate_s_; }

@@ -63,6 +63,12 @@ TEST(OneshotConfig, ReadsEveryKey) {
   const OneshotOptions three = parse_oneshot_options(config_with(
       "oneshot: {retrain_at_baselines: true, retrain_per_baseline: 3}\n", "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
   EXPECT_EQ(three.retrain_per_baseline, 3);
+  EXPECT_EQ(three.screen_epochs, 0);  // no screening unless asked
+  const OneshotOptions screened = parse_oneshot_options(config_with(
+      "oneshot: {retrain_at_baselines: true, retrain_per_baseline: 4, screen_epochs: 2, screen_keep: 2}\n",
+      "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
+  EXPECT_EQ(screened.screen_epochs, 2);
+  EXPECT_EQ(screened.screen_keep, 2);
 }
 
 TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
@@ -84,6 +90,16 @@ TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
             std::string::npos) << e;
   e = error_of("oneshot: {retrain_per_baseline: 0}\n");
   EXPECT_NE(e.find(kFile + ":4:33: 'oneshot.retrain_per_baseline' must be >= 1"), std::string::npos) << e;
+  const std::string baseline = "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n";
+  e = error_of("oneshot: {screen_epochs: 1}\n");  // screening picks needs the per-baseline picks
+  EXPECT_NE(e.find(kFile + ":4:26: 'oneshot.screen_epochs' screens the per-baseline picks"), std::string::npos) << e;
+  e = error_of("oneshot: {retrain_at_baselines: true, retrain_per_baseline: 3, screen_epochs: 3}\n", baseline);
+  EXPECT_NE(e.find("'oneshot.screen_epochs' must be below train.epochs (3)"), std::string::npos) << e;
+  e = error_of("oneshot: {retrain_at_baselines: true, retrain_per_baseline: 2, screen_epochs: 1, screen_keep: 2}\n",
+               baseline);
+  EXPECT_NE(e.find("'oneshot.screen_keep' must be below retrain_per_baseline (2)"), std::string::npos) << e;
+  e = error_of("oneshot: {screen_epochs: -1}\n");
+  EXPECT_NE(e.find("'oneshot.screen_epochs' must be >= 0"), std::string::npos) << e;
   e = error_of("oneshot: {bn_batches: -1}\n");
   EXPECT_NE(e.find(kFile + ":4:23: 'oneshot.bn_batches' must be >= 1"), std::string::npos) << e;
 }

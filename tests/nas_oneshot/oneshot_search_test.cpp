@@ -172,3 +172,87 @@ TEST(OneshotSearch, BestWithinLatencyPicksByInheritedTop1UnderTheBudget) {
   EXPECT_EQ(names(chosen), "bda");
   EXPECT_EQ(append_new_architectures(chosen, {}), 0);
 }
+
+// Screening (oneshot.screen_epochs): each baseline's picks are trained briefly and ranked on
+// the validation images; only screen_keep go on to the full retrain, screened once per
+// architecture, and a resumed search re-uses the screens.
+TEST(OneshotSearch, ScreeningTrainsEachPickBrieflyAndRetrainsOnlyTheBest) {
+  const fs::path dir = fs::temp_directory_path() / ("oneshot_screen_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "out" / "baselines" / "tiny_mobilenet");
+  // Every subnet within the baseline's (recorded) latency, so the picks are the 3 best inherited.
+  std::ofstream(dir / "out" / "baselines" / "tiny_mobilenet" / "untrained_latency_ms") << "1e9\n";
+  const NasConfig config = load_nas_config(
+      std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
+      {"output.dir=" + (dir / "out").string(), "oneshot.retrain=0", "oneshot.retrain_at_baselines=true",
+       "oneshot.retrain_per_baseline=3", "oneshot.screen_epochs=1", "oneshot.screen_keep=1", "train.epochs=2"});
+  const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
+  std::vector<std::string> lines;
+  const train::ProgressFn log = [&](const std::string& l) { lines.push_back(l); };
+  const auto count_with = [&](const std::string& text) {
+    int n = 0;
+    for (const std::string& l : lines) n += l.find(text) != std::string::npos;
+    return n;
+  };
+  SearchResult first;
+  {
+    Store store((dir / "nas.db").string());
+    first = run_oneshot_search(config, store, latency, log);
+  }
+  // Three distinct picks screened (or fewer when the 6 subnets repeat an architecture), one kept
+  // and retrained for the recipe's 2 epochs.
+  const int screens = count_with("screen subnet_");
+  EXPECT_GE(screens, 2);
+  EXPECT_LE(screens, 3);
+  EXPECT_EQ(count_with("retrained subnet_"), 1);
+  std::string kept;
+  for (const std::string& l : lines) {
+    const std::string key = "baseline tiny_mobilenet: screening keeps ";
+    if (l.rfind(key, 0) == 0) kept = l.substr(key.size());
+  }
+  ASSERT_FALSE(kept.empty());
+  EXPECT_EQ(kept.find(','), std::string::npos);  // screen_keep: 1
+  // The kept subnet has the best screened validation top-1 of the picks.
+  double best = -1, kept_val = -1;
+  for (const std::string& l : lines) {
+    if (l.rfind("screen subnet_", 0) != 0) continue;
+    const size_t at = l.find("validation top1 ");
+    ASSERT_NE(at, std::string::npos) << l;
+    const double v = std::stod(l.substr(at + 16));
+    best = std::max(best, v);
+    if (l.rfind("screen " + kept + " ", 0) == 0) kept_val = v;
+  }
+  EXPECT_EQ(kept_val, best);
+  EXPECT_TRUE(fs::is_regular_file(dir / "out" / "screen" / kept / "model.xnn"));
+  ASSERT_EQ(first.front.size(), 1u);
+  EXPECT_EQ(first.front[0].name, kept);
+
+  // Resumed: the same pick, from the finished screens (no training epochs run again).
+  lines.clear();
+  Store store((dir / "nas.db").string());
+  const SearchResult second = run_oneshot_search(config, store, latency, log);
+  ASSERT_EQ(second.front.size(), 1u);
+  EXPECT_EQ(second.front[0].name, kept);
+  EXPECT_EQ(count_with("screen subnet_"), screens);
+  fs::remove_all(dir);
+}
+
+TEST(OneshotSearch, BestScreenedKeepsTheBestValidationScoresInPickOrderOnTies) {
+  const auto cand = [](const char* name) {
+    CandidateResult c;
+    c.name = name;
+    c.arch = std::string("arch_") + name;
+    return c;
+  };
+  const std::vector<CandidateResult> picks = {cand("a"), cand("b"), cand("c"), cand("d")};
+  const std::map<std::string, double> screened = {{"arch_a", 0.80}, {"arch_b", 0.85}, {"arch_c", 0.85}, {"arch_d", 0.70}};
+  const auto names = [](const std::vector<CandidateResult>& v) {
+    std::string s;
+    for (const CandidateResult& c : v) s += c.name;
+    return s;
+  };
+  EXPECT_EQ(names(best_screened(picks, screened, 1)), "b");
+  EXPECT_EQ(names(best_screened(picks, screened, 3)), "bca");
+  EXPECT_EQ(names(best_screened(picks, screened, 9)), "bcad");
+  EXPECT_THROW(best_screened({cand("z")}, screened, 1), Error);
+}
