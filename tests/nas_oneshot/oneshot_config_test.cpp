@@ -1,8 +1,9 @@
 // The `oneshot:` section: defaults, values, and errors naming FILE:LINE:COL and the key; the
 // rest of a one-shot config (no pruner, no searched hyper-parameters) is checked too.
 #include <gtest/gtest.h>
-
 #include <yaml-cpp/yaml.h>
+
+#include <filesystem>
 
 #include "engine/core/error.h"
 #include "nas/oneshot/oneshot_config.h"
@@ -110,4 +111,23 @@ TEST(OneshotConfig, RefusesPrunerAndHyperparameters) {
   EXPECT_NE(e.find("'pruner' must be none"), std::string::npos) << e;
   e = error_of("", "hyperparameters: {lr: {low: 0.01, high: 0.1}}\n");
   EXPECT_NE(e.find("'hyperparameters' are not searched"), std::string::npos) << e;
+}
+
+// Every shipped NAS config loads (space files, baselines in their space, constraints), and the
+// one-shot ones' `oneshot:` sections pass: the full-size configs are too long for CI to run.
+TEST(OneshotConfig, EveryShippedConfigLoads) {
+  int oneshot = 0, all = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(XNN_SOURCE_DIR) + "/configs/nas")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    NasConfig c;
+    ASSERT_NO_THROW(c = load_nas_config(entry.path().string()));
+    ++all;
+    if (c.method == "oneshot") {
+      EXPECT_NO_THROW(parse_oneshot_options(c));
+      ++oneshot;
+    }
+  }
+  EXPECT_GE(all, 8);
+  EXPECT_GE(oneshot, 4);  // fmnist_oneshot{,_ci,_full,_lenet}
 }
