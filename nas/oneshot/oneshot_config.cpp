@@ -17,7 +17,8 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   }
   const config::YamlSection s(config.method_options, "oneshot", config.file,
                               {"width", "epochs", "steps_per_path", "validation_size", "bn_batches", "retrain",
-                               "retrain_at_baselines", "retrain_per_baseline", "screen_epochs", "screen_keep"});
+                               "retrain_at_baselines", "retrain_per_baseline", "retrain_band", "screen_epochs",
+                               "screen_keep"});
   OneshotOptions o;
   o.width = *std::max_element(config.space.width_multipliers.begin(), config.space.width_multipliers.end());
   o.epochs = config.recipe.epochs;
@@ -40,6 +41,11 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   }
   s.read("retrain_per_baseline", o.retrain_per_baseline, "an integer >= 1");
   if (o.retrain_per_baseline < 1) s.fail("retrain_per_baseline", "must be >= 1");
+  s.read("retrain_band", o.retrain_band, "a number in [0, 1)");
+  if (!(o.retrain_band >= 0 && o.retrain_band < 1)) s.fail("retrain_band", "must be in [0, 1)");
+  if (o.retrain_band > 0 && !o.retrain_at_baselines) {
+    s.fail("retrain_band", "bounds the per-baseline picks: it needs retrain_at_baselines: true");
+  }
   // 0: only the per-baseline picks (the best-accuracy subnets of a large space can take an hour
   // each to retrain, the picks within a small baseline's latency minutes).
   s.read("retrain", o.retrain, "an integer >= 1 (or 0 with retrain_at_baselines: true)");

@@ -28,6 +28,12 @@ struct OneshotOptions {
   // among every scored subnet within its latency (the first is always on the front). Inherited
   // accuracy ranks close subnets poorly, so a second or third pick can retrain better.
   int retrain_per_baseline = 1;
+  // With retrain_at_baselines: picks only among subnets of at least retrain_band x the
+  // baseline's latency (0..1; 0: any). A pick exists to be compared with its baseline, and
+  // inherited accuracy favours small subnets (each of their weights got more of the supernet's
+  // updates), so without a floor a slow baseline's picks can all be subnets far faster and
+  // weaker than it.
+  double retrain_band = 0;
   // Screening by short training (multi-fidelity, as successive halving's first rung): with
   // screen_epochs > 0, each baseline's picks are first trained from scratch for screen_epochs
   // epochs with the recipe (its schedule compressed to them) and scored on the held-out

@@ -136,14 +136,15 @@ std::vector<CandidateResult> best_screened(const std::vector<CandidateResult>& p
   return ranked;
 }
 
-std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n) {
+std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n,
+                                                 double floor_ms) {
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.top1 > b.top1; });
   std::vector<CandidateResult> picks;
   for (CandidateResult& c : scored) {
     if (static_cast<int>(picks.size()) >= n) break;
     // Evolution can score one architecture under several trial numbers: retrain it once.
     const bool seen = std::any_of(picks.begin(), picks.end(), [&](const auto& p) { return p.arch == c.arch; });
-    if (c.latency_ms <= budget_ms && !seen) picks.push_back(std::move(c));
+    if (c.latency_ms <= budget_ms && c.latency_ms >= floor_ms && !seen) picks.push_back(std::move(c));
   }
   return picks;
 }
@@ -241,8 +242,12 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
     std::map<std::string, double> screened;  // architecture -> validation top-1 after the screen
     for (const BaselineSpec& b : config.baselines) {
       const double budget = baseline_latency_ms(config, b, latency);
-      std::vector<CandidateResult> picks = best_within_latency(scored, budget, options.retrain_per_baseline);
-      if (picks.empty()) log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): no subnet within it");
+      const double floor = options.retrain_band * budget;
+      std::vector<CandidateResult> picks = best_within_latency(scored, budget, options.retrain_per_baseline, floor);
+      if (picks.empty()) {
+        log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): no subnet within it" +
+            (floor > 0 ? " and above " + fmt("%.3f ms", floor) + " (retrain_band)" : std::string()));
+      }
       for (size_t i = 0; i < picks.size(); ++i) {
         const CandidateResult& c = picks[i];
         log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): its " +

@@ -27,10 +27,12 @@ namespace xnn::nas {
 SearchResult run_oneshot_search(const NasConfig& config, Store& store, const LatencyFn& latency,
                                 const train::ProgressFn& progress);
 
-// The (at most) n subnets of `scored` with latency_ms <= budget_ms and distinct architectures,
-// best inherited top-1 first (ties keep their order in `scored`): retrain_at_baselines' picks
-// for one baseline, and with an infinite budget the front's `retrain` winners.
-std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n);
+// The (at most) n subnets of `scored` with floor_ms <= latency_ms <= budget_ms and distinct
+// architectures, best inherited top-1 first (ties keep their order in `scored`):
+// retrain_at_baselines' picks for one baseline (floor: oneshot.retrain_band x its latency), and
+// with an infinite budget the front's `retrain` winners.
+std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n,
+                                                 double floor_ms = 0);
 
 // Appends to the retrain list the picks whose architecture it does not hold yet (a baseline's
 // pick may be a front winner, or the same architecture scored under another trial number);

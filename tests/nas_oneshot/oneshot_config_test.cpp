@@ -70,6 +70,11 @@ TEST(OneshotConfig, ReadsEveryKey) {
       "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
   EXPECT_EQ(screened.screen_epochs, 2);
   EXPECT_EQ(screened.screen_keep, 2);
+  EXPECT_EQ(screened.retrain_band, 0.0);
+  const OneshotOptions band = parse_oneshot_options(config_with(
+      "oneshot: {retrain_at_baselines: true, retrain_band: 0.5}\n",
+      "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
+  EXPECT_EQ(band.retrain_band, 0.5);
 }
 
 TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
@@ -99,6 +104,10 @@ TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
   e = error_of("oneshot: {retrain_at_baselines: true, retrain_per_baseline: 2, screen_epochs: 1, screen_keep: 2}\n",
                baseline);
   EXPECT_NE(e.find("'oneshot.screen_keep' must be below retrain_per_baseline (2)"), std::string::npos) << e;
+  e = error_of("oneshot: {retrain_at_baselines: true, retrain_band: 1}\n", baseline);
+  EXPECT_NE(e.find("'oneshot.retrain_band' must be in [0, 1)"), std::string::npos) << e;
+  e = error_of("oneshot: {retrain_band: 0.5}\n");
+  EXPECT_NE(e.find("'oneshot.retrain_band' bounds the per-baseline picks"), std::string::npos) << e;
   e = error_of("oneshot: {screen_epochs: -1}\n");
   EXPECT_NE(e.find("'oneshot.screen_epochs' must be >= 0"), std::string::npos) << e;
   e = error_of("oneshot: {bn_batches: -1}\n");

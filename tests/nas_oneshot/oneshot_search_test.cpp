@@ -163,6 +163,10 @@ TEST(OneshotSearch, BestWithinLatencyPicksByInheritedTop1UnderTheBudget) {
   EXPECT_EQ(names(best_within_latency(scored, 0.041, 10)), "daecf");
   EXPECT_EQ(names(best_within_latency(scored, 0.005, 2)), "");       // nothing fits
   EXPECT_EQ(names(best_within_latency(scored, 1.0, 2)), "bd");
+  // A floor (retrain_band): only subnets of at least that latency.
+  EXPECT_EQ(names(best_within_latency(scored, 0.041, 10, 0.030)), "dae");
+  EXPECT_EQ(names(best_within_latency(scored, 0.041, 10, 0.0405)), "e");
+  EXPECT_EQ(names(best_within_latency(scored, 0.041, 10, 0.05)), "");
 
   // The retrain list: a baseline's picks join the front winners only with a new architecture
   // ("g" is "d" under another trial number, "d" itself is already there).
