@@ -378,6 +378,15 @@ SearchSpace make_search_space(const NasConfig& config) {
       add_decision(out, k + ".activation", st.activations);
     }
   }
+  // Block choices past a stage's depth build nothing: the canonical form resets them (the
+  // architecture's round trip), keeping the hyper-parameters.
+  out.set_canonicalizer([space = a](const TrialParams& p) {
+    TrialParams c = params_from_arch(space, arch_from_params(space, p));
+    for (const auto& [name, value] : p) {
+      if (name.rfind("hp.", 0) == 0) c[name] = value;
+    }
+    return c;
+  });
   for (const HyperParamSpec& h : config.hyperparameters) {
     const std::string name = "hp." + h.name;
     if (const auto* f = std::get_if<FloatDistribution>(&h.distribution)) out.add_float(name, f->low, f->high, f->log);

@@ -45,9 +45,9 @@ std::string AgingEvolution::config_json() const {
 
 void AgingEvolution::tell(const Trial& trial) {
   check_told(trial);
-  if (trial.state == TrialState::kPruned) told_.insert(space_.encode(trial.params));
+  if (trial.state == TrialState::kPruned) told_.insert(space_.canonical_key(trial.params));
   if (trial.state != TrialState::kComplete) return;  // failed trials may be retried (a crash)
-  told_.insert(space_.encode(trial.params));
+  told_.insert(space_.canonical_key(trial.params));
   population_.push_back(trial);
   if (population_.size() > static_cast<size_t>(options_.population_size)) population_.pop_front();
 }
@@ -115,7 +115,7 @@ TrialParams AgingEvolution::ask(int64_t draw) {
     parent = idx[front[std::uniform_int_distribution<size_t>(0, front.size() - 1)(rng)]];
   }
   TrialParams child = mutate(population_[parent].params, rng);
-  for (int tries = 0; options_.skip_duplicates && tries < 32 && told_.count(space_.encode(child)); ++tries)
+  for (int tries = 0; options_.skip_duplicates && tries < 32 && told_.count(space_.canonical_key(child)); ++tries)
     child = mutate(population_[parent].params, rng);
   return child;
 }

@@ -27,7 +27,9 @@ struct AgingEvolutionOptions {
   int sample_size = 5;
   double sigma = 0.15;
   // Re-mutate (up to 32 times) a child whose parameters equal a told COMPLETE or PRUNED
-  // trial's, so discrete spaces do not spend trials on repeats.
+  // trial's (compared in the space's canonical form: a mutation of an inactive NAS decision is
+  // a repeat), so discrete spaces do not spend trials on repeats. A parent whose every
+  // one-parameter neighbour was told yields a repeat.
   bool skip_duplicates = true;
 };
 
@@ -47,7 +49,7 @@ class AgingEvolution : public Strategy {
  private:
   AgingEvolutionOptions options_;
   std::deque<Trial> population_;
-  std::set<std::vector<double>> told_;  // encodings of the told COMPLETE and PRUNED trials
+  std::set<std::vector<double>> told_;  // canonical keys of the told COMPLETE and PRUNED trials
 };
 
 }  // namespace xnn::nas

@@ -12,6 +12,7 @@
 // choice makes inactive.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -84,9 +85,20 @@ class SearchSpace {
   // in order); the study store keeps it to refuse resuming a study with a different space.
   std::string to_json() const;
 
+  // Parameters the objective cannot tell apart map to one canonical form (a NAS stage's block
+  // choices past its sampled depth build nothing). Strategies that skip repeats compare
+  // canonical forms, so mutating an inactive parameter does not spend a trial on an architecture
+  // already scored. Unset: the identity. Must return parameters this space contains.
+  using Canonicalizer = std::function<TrialParams(const TrialParams&)>;
+  void set_canonicalizer(Canonicalizer f) { canonicalizer_ = std::move(f); }
+  TrialParams canonical(const TrialParams& params) const { return canonicalizer_ ? canonicalizer_(params) : params; }
+  // encode(canonical(params)): the key repeats are detected by.
+  std::vector<double> canonical_key(const TrialParams& params) const { return encode(canonical(params)); }
+
  private:
   void check_new_name(const std::string& name) const;
   std::vector<Param> params_;
+  Canonicalizer canonicalizer_;
 };
 
 // Seeds a generator from a study seed and a draw index (splitmix64 mixing), so that every ask

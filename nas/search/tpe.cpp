@@ -292,7 +292,7 @@ void Tpe::tell(const Trial& trial) {
   // must be asked again for a resumed study to continue as an uninterrupted one.
   if (trial.state != TrialState::kComplete && trial.state != TrialState::kPruned) return;
   trials_.push_back(trial);
-  told_.insert(space_.encode(trial.params));
+  told_.insert(space_.canonical_key(trial.params));
 }
 
 std::pair<std::vector<Trial>, std::vector<Trial>> Tpe::split() const {
@@ -346,11 +346,11 @@ TrialParams Tpe::ask(int64_t draw) {
   auto rng = derive_rng(seed_, static_cast<uint64_t>(draw));
   if (trials_.size() < static_cast<size_t>(options_.n_startup_trials)) return space_.sample(rng);
   TrialParams chosen = ask_tpe(rng);
-  if (!options_.skip_duplicates || !told_.count(space_.encode(chosen))) return chosen;
+  if (!options_.skip_duplicates || !told_.count(space_.canonical_key(chosen))) return chosen;
   // Every candidate repeated a told trial: a uniform draw not told yet (the space may be spent).
   for (int tries = 0; tries < 1000; ++tries) {
     TrialParams p = space_.sample(rng);
-    if (!told_.count(space_.encode(p))) return p;
+    if (!told_.count(space_.canonical_key(p))) return p;
   }
   return chosen;
 }
@@ -385,7 +385,7 @@ TrialParams Tpe::ask_tpe(std::mt19937_64& rng) const {
     const bool dedupe = options_.skip_duplicates && groups.size() == 1;
     bool found = false;
     for (size_t c = 0; c < candidates.size(); ++c) {
-      if (dedupe && told_.count(candidates[c])) continue;
+      if (dedupe && told_.count(space_.canonical_key(space_.decode(candidates[c])))) continue;
       double score = log_pdf_mixture(l, candidates[c]) - log_pdf_mixture(g, candidates[c]);
       if (!found || score > best_score) best = c, best_score = score, found = true;
     }

@@ -22,7 +22,8 @@
 //   for all parameters (the product of per-parameter kernels); univariate: each parameter on
 //   its own (default for several objectives).
 // One addition to Optuna's algorithm (skip_duplicates, on by default): a candidate whose
-// parameters equal an already told (COMPLETE or PRUNED) trial's is passed over for the best new one (if all 24 are
+// parameters equal an already told (COMPLETE or PRUNED) trial's (in the space's canonical form)
+// is passed over for the best new one (if all 24 are
 // repeats, a uniform draw not yet told is asked), so discrete spaces (NAS decisions) never
 // spend a trial twice. Continuous spaces practically never repeat, so nothing changes there.
 #pragma once
@@ -60,7 +61,7 @@ class Tpe : public Strategy {
   TrialParams ask_tpe(std::mt19937_64& rng) const;  // one TPE proposal (may repeat a told trial)
   TpeOptions options_;
   std::vector<Trial> trials_;  // told COMPLETE and PRUNED trials
-  std::set<std::vector<double>> told_;  // encodings of the told COMPLETE and PRUNED trials
+  std::set<std::vector<double>> told_;  // canonical keys of the told COMPLETE and PRUNED trials
 };
 
 // Truncated-normal helpers (exposed for tests): log(Phi(b) - Phi(a)) computed stably, and a draw

@@ -215,6 +215,55 @@ TEST(Strategies, DiscreteSpacesDoNotSpendTrialsOnRepeats) {
   }
 }
 
+// With a canonicalizer (here: "b" only matters when "a" is "on", like a NAS block past its
+// stage's depth), a repeat is judged on the canonical form: 40 distinct configurations, and no
+// ask after the evolution's random start repeats one (a parent always has an untold neighbour
+// here: 8 of them with "a" off, 11 with it on); without the canonicalizer the evolution spends
+// asks on mutations of the inactive "b".
+TEST(Strategies, RepeatsAreJudgedOnTheCanonicalForm) {
+  SearchSpace plain;
+  plain.add_categorical("a", {std::string("off"), std::string("on")});
+  plain.add_int("b", 1, 4);
+  plain.add_int("c", 1, 8);
+  SearchSpace space = plain;
+  space.set_canonicalizer([](const TrialParams& p) {
+    TrialParams c = p;
+    if (std::get<std::string>(p.at("a")) == "off") c["b"] = int64_t{1};
+    return c;
+  });
+  const TrialParams off_2 = {{"a", std::string("off")}, {"b", int64_t{2}}, {"c", int64_t{3}}};
+  const TrialParams off_1 = {{"a", std::string("off")}, {"b", int64_t{1}}, {"c", int64_t{3}}};
+  EXPECT_EQ(space.canonical_key(off_2), space.canonical_key(off_1));
+  EXPECT_NE(plain.canonical_key(off_2), plain.canonical_key(off_1));
+  auto f = [](const TrialParams& p) {
+    return static_cast<double>(std::get<int64_t>(p.at("b")) + std::get<int64_t>(p.at("c")));
+  };
+  TpeOptions to;
+  to.n_startup_trials = 0;
+  AgingEvolutionOptions eo;
+  eo.population_size = 2;
+  eo.sample_size = 1;
+  int plain_repeats = 0;
+  for (int variant = 0; variant < 3; ++variant) {
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      std::unique_ptr<Strategy> s;
+      if (variant == 0) s = std::make_unique<Tpe>(space, kMin, seed, to);
+      if (variant == 1) s = std::make_unique<AgingEvolution>(space, kMin, seed, eo);
+      if (variant == 2) s = std::make_unique<AgingEvolution>(plain, kMin, seed, eo);
+      const auto trials = run(*s, f, 10);
+      std::set<std::vector<double>> seen;
+      int repeats = 0;
+      for (size_t i = 0; i < trials.size(); ++i) {
+        const bool repeat = !seen.insert(space.canonical_key(trials[i].params)).second;
+        if (variant == 0 || i >= 2) repeats += repeat;  // the evolution's first two asks are random
+      }
+      if (variant < 2) EXPECT_EQ(repeats, 0) << variant << " seed " << seed;
+      else plain_repeats += repeats;
+    }
+  }
+  EXPECT_GT(plain_repeats, 0);
+}
+
 TEST(Strategies, ConstraintsSteerTheSearchToFeasiblePoints) {
   // Minimise x, subject to x >= 3 (constraint 3 - x <= 0): the best feasible value is 3.
   SearchSpace space;

@@ -195,6 +195,31 @@ TEST(NasConfig, StemStrideDecisionIsAParameter) {
   EXPECT_EQ(seen.size(), 2u);
 }
 
+// The space's canonical form: choices of blocks past a stage's depth are reset (they build
+// nothing), the hyper-parameters kept, so two parameter sets of one architecture share a key.
+TEST(NasConfig, CanonicalFormIsTheArchitecturesRoundTrip) {
+  const NasConfig c = load_text(space_line() + "hyperparameters:\n  lr: {low: 0.01, high: 0.1, log: true}\n");
+  const SearchSpace s = make_search_space(c);
+  std::mt19937_64 rng(5);
+  int inactive_changes = 0;
+  for (int i = 0; i < 60; ++i) {
+    TrialParams p = s.sample(rng);
+    const TrialParams canon = s.canonical(p);
+    EXPECT_TRUE(s.contains(canon));
+    EXPECT_EQ(arch_from_params(c.space, canon), arch_from_params(c.space, p));
+    EXPECT_EQ(canon.at("hp.lr"), p.at("hp.lr"));
+    // Change stage 0's second block: a new key only when the stage is 2 deep.
+    TrialParams q = p;
+    const auto& kernels = c.space.stages[0].kernels;
+    const int64_t k = std::get<int64_t>(p.at("s0.b1.kernel"));
+    q["s0.b1.kernel"] = k == kernels.front() ? kernels.back() : kernels.front();
+    const bool deep = std::get<int64_t>(p.at("s0.depth")) >= 2;
+    EXPECT_EQ(s.canonical_key(q) == s.canonical_key(p), !deep);
+    inactive_changes += !deep;
+  }
+  EXPECT_GT(inactive_changes, 0);
+}
+
 TEST(NasConfig, InactiveBlocksAreIgnored) {
   const NasConfig c = load_text(space_line());
   std::mt19937_64 rng(3);
