@@ -17,8 +17,8 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   }
   const config::YamlSection s(config.method_options, "oneshot", config.file,
                               {"width", "epochs", "steps_per_path", "validation_size", "bn_batches", "retrain",
-                               "retrain_at_baselines", "retrain_per_baseline", "retrain_band", "screen_epochs",
-                               "screen_keep"});
+                               "retrain_at_baselines", "retrain_per_baseline", "retrain_band", "trials_per_baseline",
+                               "screen_epochs", "screen_keep"});
   OneshotOptions o;
   o.width = *std::max_element(config.space.width_multipliers.begin(), config.space.width_multipliers.end());
   o.epochs = config.recipe.epochs;
@@ -51,6 +51,11 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   s.read("retrain", o.retrain, "an integer >= 1 (or 0 with retrain_at_baselines: true)");
   if (o.retrain < 0 || (o.retrain == 0 && !o.retrain_at_baselines)) {
     s.fail("retrain", "must be >= 1 (or 0 with retrain_at_baselines: true)");
+  }
+  s.read("trials_per_baseline", o.trials_per_baseline, "an integer >= 0");
+  if (o.trials_per_baseline < 0) s.fail("trials_per_baseline", "must be >= 0");
+  if (o.trials_per_baseline > 0 && !o.retrain_at_baselines) {
+    s.fail("trials_per_baseline", "searches for the per-baseline picks: it needs retrain_at_baselines: true");
   }
   s.read("screen_epochs", o.screen_epochs, "an integer >= 0 (0: no screening)");
   if (o.screen_epochs < 0) s.fail("screen_epochs", "must be >= 0");

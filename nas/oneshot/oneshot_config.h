@@ -34,6 +34,10 @@ struct OneshotOptions {
   // updates), so without a floor a slow baseline's picks can all be subnets far faster and
   // weaker than it.
   double retrain_band = 0;
+  // With retrain_at_baselines: per baseline, a study of this many more subnets maximising
+  // inherited top-1 under the baseline's latency (its own study "<name>.subnets.<baseline>"),
+  // whose subnets join the picks' pool; 0: the picks come from the main search alone.
+  int trials_per_baseline = 0;
   // Screening by short training (multi-fidelity, as successive halving's first rung): with
   // screen_epochs > 0, each baseline's picks are first trained from scratch for screen_epochs
   // epochs with the recipe (its schedule compressed to them) and scored on the held-out

@@ -2,6 +2,7 @@
 #include "nas/oneshot/oneshot_search.h"
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -31,16 +32,19 @@ std::string attr(const TrialRecord& r, const std::string& key) {
   return it->second;
 }
 
-std::string subnet_name(int64_t number) { return "subnet_" + std::to_string(number); }
+// "subnet_<n>" for the main study's trials, "<baseline>_subnet_<n>" for a baseline's study.
+std::string subnet_name(int64_t number, const std::string& prefix = "") {
+  return prefix + "subnet_" + std::to_string(number);
+}
 
 // The scored subnets (COMPLETE trials) with their inherited-weight accuracy and measurements.
-std::vector<CandidateResult> scored_subnets(Study& study) {
+std::vector<CandidateResult> scored_subnets(Study& study, const std::string& prefix = "") {
   std::vector<CandidateResult> out;
   for (const TrialRecord& r : study.trial_records()) {
     if (r.state != TrialState::kComplete) continue;
     CandidateResult c;
     c.trial = r.number;
-    c.name = subnet_name(r.number);
+    c.name = subnet_name(r.number, prefix);
     c.top1 = r.values.at(0);
     c.latency_ms = std::stod(attr(r, "latency_ms"));
     c.params = std::stoll(attr(r, "params"));
@@ -58,6 +62,48 @@ int generation_size(const NasConfig& config) {
   const YAML::Node& o = config.strategy_options;
   if (o && o.IsMap() && o["population_size"]) return std::max(1, o["population_size"].as<int>());
   return 10;
+}
+
+// Scores subnets in `study` until `trials` have finished (a resumed study continues), each with
+// inherited weights against `cfg`'s objectives and constraints; a progress line per subnet, and
+// per `per_generation` subnets the current front (0: none).
+void run_subnet_study(Study& study, const NasConfig& cfg, int trials, const std::string& prefix, SubnetObjective& scorer,
+                      const fs::path& subnet_dir, int per_generation, SearchResult& result,
+                      const std::function<void(const std::string&)>& log) {
+  const Objective objective = [&](TrialContext& ctx) {
+    const arch::Arch a = arch_from_params(cfg.space, ctx.params());
+    ctx.set_user_attr("arch", json::quote(a.to_string()));
+    const CandidateResult c = scorer.score(a, (subnet_dir / (subnet_name(ctx.number(), prefix) + ".xnn")).string());
+    ctx.set_user_attr("latency_ms", json::number(c.latency_ms));
+    ctx.set_user_attr("params", std::to_string(c.params));
+    ctx.set_user_attr("size_bytes", std::to_string(c.size_bytes));
+    return candidate_outcome(cfg, c);
+  };
+  const auto count = [&] { return count_finished_trials(study, result); };
+  int finished = count();
+  if (finished > 0) log("resuming subnet study '" + study.name() + "': " + std::to_string(finished) + " subnet(s) scored");
+  while (finished < trials) {
+    study.optimize(objective, 1);
+    finished = count();
+    const TrialRecord last = study.trial_records().back();
+    std::string outcome = trial_state_name(last.state);
+    if (last.state == TrialState::kComplete) {
+      outcome = "val top1 " + fmt("%.2f%%", 100 * last.values.at(0)) + ", latency " +
+                fmt("%.3f ms", std::stod(attr(last, "latency_ms"))) + " (BN re-calibration " +
+                fmt("%.1f s", scorer.recalibrate_seconds()) + ", validation " + fmt("%.1f s", scorer.validate_seconds()) +
+                ", latency " + fmt("%.1f s", scorer.latency_seconds()) + ")";
+    } else if (!last.error.empty()) {
+      outcome += ": " + last.error;
+    }
+    const auto arch_attr = last.user_attrs.find("arch");
+    log(subnet_name(last.number, prefix) + " " + (arch_attr == last.user_attrs.end() ? "?" : arch_attr->second) + ": " +
+        outcome);
+    if (per_generation > 0 && (finished % per_generation == 0 || finished == trials)) {
+      log("generation " + std::to_string((finished + per_generation - 1) / per_generation) + " [" +
+          std::to_string(finished) + "/" + std::to_string(trials) +
+          " subnets]; front (inherited weights): " + front_text(pareto_results(cfg, scored_subnets(study, prefix))));
+    }
+  }
 }
 
 // A baseline's latency budget for retrain_at_baselines: its untrained model measured with the
@@ -186,49 +232,43 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
   Study study(store, config.name + ".subnets", make_strategy(sub), nullptr, study_options);
   const fs::path subnet_dir = fs::path(config.output_dir) / "subnets";
 
-  const Objective objective = [&](TrialContext& ctx) {
-    const arch::Arch a = arch_from_params(sub.space, ctx.params());
-    ctx.set_user_attr("arch", json::quote(a.to_string()));
-    const CandidateResult c = scorer.score(a, (subnet_dir / (subnet_name(ctx.number()) + ".xnn")).string());
-    ctx.set_user_attr("latency_ms", json::number(c.latency_ms));
-    ctx.set_user_attr("params", std::to_string(c.params));
-    ctx.set_user_attr("size_bytes", std::to_string(c.size_bytes));
-    return candidate_outcome(sub, c);
-  };
-
   SearchResult result;
   result.study = study.name();
-  const auto count = [&] { return count_finished_trials(study, result); };
-  int finished = count();
-  if (finished > 0) log("resuming subnet study '" + study.name() + "': " + std::to_string(finished) + " subnet(s) scored");
-  const int per_generation = generation_size(config);
-  while (finished < config.trials) {
-    study.optimize(objective, 1);
-    finished = count();
-    const TrialRecord last = study.trial_records().back();
-    std::string outcome = trial_state_name(last.state);
-    if (last.state == TrialState::kComplete) {
-      outcome = "val top1 " + fmt("%.2f%%", 100 * last.values.at(0)) + ", latency " +
-                fmt("%.3f ms", std::stod(attr(last, "latency_ms"))) + " (BN re-calibration " + fmt("%.1f s", scorer.recalibrate_seconds()) +
-                ", validation " + fmt("%.1f s", scorer.validate_seconds()) + ", latency " +
-                fmt("%.1f s", scorer.latency_seconds()) + ")";
-    } else if (!last.error.empty()) {
-      outcome += ": " + last.error;
-    }
-    const auto arch_attr = last.user_attrs.find("arch");
-    log("subnet " + std::to_string(last.number) + " " + (arch_attr == last.user_attrs.end() ? "?" : arch_attr->second) +
-        ": " + outcome);
-    if (finished % per_generation == 0 || finished == config.trials) {
-      log("generation " + std::to_string((finished + per_generation - 1) / per_generation) + " [" +
-          std::to_string(finished) + "/" + std::to_string(config.trials) +
-          " subnets]; front (inherited weights): " + front_text(pareto_results(sub, scored_subnets(study))));
+  run_subnet_study(study, sub, config.trials, "", scorer, subnet_dir, generation_size(config), result, log);
+  const int finished = count_finished_trials(study, result);
+  std::vector<CandidateResult> candidates = pareto_results(sub, scored_subnets(study));
+  log("search: " + std::to_string(finished) + " subnets scored, " + fmt("%.1f s", seconds_since(t_search)) +
+      "; front: " + front_text(candidates));
+  if (candidates.empty()) throw Error("oneshot: no feasible subnet was found (" + std::to_string(finished) + " scored)");
+
+  // 2b. Per baseline (oneshot.trials_per_baseline): a study of its own, top-1 under the
+  // baseline's latency, so the subnets near each baseline's cost are many whatever part of the
+  // front the search above covered (a front search over a space from 0.015 to 0.25 ms can leave
+  // the fastest end empty). Its subnets join the pool the per-baseline picks come from.
+  std::vector<CandidateResult> scored = scored_subnets(study);
+  if (options.retrain_at_baselines && options.trials_per_baseline > 0) {
+    for (const BaselineSpec& b : config.baselines) {
+      const double budget = baseline_latency_ms(config, b, latency);
+      NasConfig target = sub;
+      target.objectives = {"top1"};
+      target.constraints.erase(std::remove_if(target.constraints.begin(), target.constraints.end(),
+                                              [](const ConstraintSpec& c) { return c.metric == "latency_ms"; }),
+                               target.constraints.end());
+      target.constraints.push_back({"latency_ms", budget});
+      StudyOptions target_options;
+      target_options.objective_names = target.objectives;
+      Study target_study(store, config.name + ".subnets." + b.name, make_strategy(target), nullptr, target_options);
+      SearchResult counts;
+      const std::string prefix = b.name + "_";
+      run_subnet_study(target_study, target, options.trials_per_baseline, prefix, scorer, subnet_dir, 0, counts, log);
+      std::vector<CandidateResult> more = scored_subnets(target_study, prefix);
+      const auto within = std::count_if(more.begin(), more.end(), [&](const auto& c) { return c.latency_ms <= budget; });
+      log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): its study scored " +
+          std::to_string(more.size()) + " subnets, " + std::to_string(within) + " within its latency");
+      scored.insert(scored.end(), more.begin(), more.end());
     }
   }
   const double search_s = seconds_since(t_search);
-  std::vector<CandidateResult> candidates = pareto_results(sub, scored_subnets(study));
-  log("search: " + std::to_string(finished) + " subnets scored, " + fmt("%.1f s", search_s) + "; front: " +
-      front_text(candidates));
-  if (candidates.empty()) throw Error("oneshot: no feasible subnet was found (" + std::to_string(finished) + " scored)");
 
   // 3. Retrain the best of the front from scratch: their test accuracy is the true one. Each
   // architecture once, whatever trial numbers it was scored under.
@@ -236,9 +276,8 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
   std::vector<CandidateResult> chosen =
       best_within_latency(candidates, std::numeric_limits<double>::infinity(), options.retrain);
   if (options.retrain_at_baselines) {
-    // Every scored subnet: the best within a budget is on the front, the next ones
-    // (retrain_per_baseline > 1) need not be.
-    const std::vector<CandidateResult> scored = scored_subnets(study);
+    // Every scored subnet (the front search's and the baselines' studies'): the best within a
+    // budget need not be on the front.
     std::map<std::string, double> screened;  // architecture -> validation top-1 after the screen
     for (const BaselineSpec& b : config.baselines) {
       const double budget = baseline_latency_ms(config, b, latency);

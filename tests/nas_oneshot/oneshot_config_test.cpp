@@ -75,6 +75,11 @@ TEST(OneshotConfig, ReadsEveryKey) {
       "oneshot: {retrain_at_baselines: true, retrain_band: 0.5}\n",
       "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
   EXPECT_EQ(band.retrain_band, 0.5);
+  EXPECT_EQ(band.trials_per_baseline, 0);
+  const OneshotOptions per = parse_oneshot_options(config_with(
+      "oneshot: {retrain_at_baselines: true, trials_per_baseline: 40}\n",
+      "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
+  EXPECT_EQ(per.trials_per_baseline, 40);
 }
 
 TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
@@ -108,6 +113,10 @@ TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
   EXPECT_NE(e.find("'oneshot.retrain_band' must be in [0, 1)"), std::string::npos) << e;
   e = error_of("oneshot: {retrain_band: 0.5}\n");
   EXPECT_NE(e.find("'oneshot.retrain_band' bounds the per-baseline picks"), std::string::npos) << e;
+  e = error_of("oneshot: {trials_per_baseline: 10}\n");
+  EXPECT_NE(e.find("'oneshot.trials_per_baseline' searches for the per-baseline picks"), std::string::npos) << e;
+  e = error_of("oneshot: {retrain_at_baselines: true, trials_per_baseline: -1}\n", baseline);
+  EXPECT_NE(e.find("'oneshot.trials_per_baseline' must be >= 0"), std::string::npos) << e;
   e = error_of("oneshot: {screen_epochs: -1}\n");
   EXPECT_NE(e.find("'oneshot.screen_epochs' must be >= 0"), std::string::npos) << e;
   e = error_of("oneshot: {bn_batches: -1}\n");

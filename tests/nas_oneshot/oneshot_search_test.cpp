@@ -60,6 +60,7 @@ TEST(OneshotSearch, ReturnsAFrontOfExportedRetrainedModelsAndResumes) {
   EXPECT_TRUE(has("supernet epoch 1/1: "));
   EXPECT_TRUE(has("generation 2 [6/6 subnets]; front (inherited weights): subnet_"));
   EXPECT_TRUE(has("retrained subnet_"));
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("subnet_5 \"r28-", 0) == 0; }));
 
   lines.clear();
   Store store((dir / "nas.db").string());
@@ -67,7 +68,7 @@ TEST(OneshotSearch, ReturnsAFrontOfExportedRetrainedModelsAndResumes) {
   EXPECT_TRUE(has("supernet: resuming from")) << "supernet not re-used";
   EXPECT_TRUE(has("resuming subnet study 'fmnist_oneshot_ci.subnets': 6 subnet(s) scored"));
   EXPECT_FALSE(has("supernet epoch 1/1: "));
-  EXPECT_FALSE(has("subnet 6 "));
+  EXPECT_FALSE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("subnet_6 ", 0) == 0; }));
   ASSERT_EQ(second.front.size(), first.front.size());
   EXPECT_EQ(second.front[0].arch, first.front[0].arch);
   EXPECT_DOUBLE_EQ(second.front[0].top1, first.front[0].top1);  // the retrained model re-used
@@ -238,6 +239,46 @@ TEST(OneshotSearch, ScreeningTrainsEachPickBrieflyAndRetrainsOnlyTheBest) {
   ASSERT_EQ(second.front.size(), 1u);
   EXPECT_EQ(second.front[0].name, kept);
   EXPECT_EQ(count_with("screen subnet_"), screens);
+  fs::remove_all(dir);
+}
+
+// trials_per_baseline: a study per baseline, top-1 under its latency, whose subnets join the
+// picks' pool; a resumed search continues it.
+TEST(OneshotSearch, EachBaselineGetsAStudyUnderItsLatency) {
+  const fs::path dir = fs::temp_directory_path() / ("oneshot_target_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const NasConfig config = load_nas_config(
+      std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
+      {"output.dir=" + (dir / "out").string(), "oneshot.retrain_at_baselines=true", "oneshot.trials_per_baseline=4"});
+  const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
+  std::vector<std::string> lines;
+  const train::ProgressFn log = [&](const std::string& l) { lines.push_back(l); };
+  const auto count_prefix = [&](const std::string& p) {
+    return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(p, 0) == 0; });
+  };
+  Store store((dir / "nas.db").string());
+  run_oneshot_search(config, store, latency, log);
+  EXPECT_EQ(count_prefix("tiny_mobilenet_subnet_"), 4);
+  EXPECT_EQ(count_prefix("subnet_"), 6);  // the main study: trials 6
+  double budget = 0;
+  std::ifstream(dir / "out" / "baselines" / "tiny_mobilenet" / "untrained_latency_ms") >> budget;
+  StudyStore studies(store);
+  const std::optional<StudyRecord> target = studies.find_study("fmnist_oneshot_ci.subnets.tiny_mobilenet");
+  ASSERT_TRUE(target.has_value());
+  const std::vector<TrialRecord> trials = studies.trials(target->id);
+  ASSERT_EQ(trials.size(), 4u);
+  for (const TrialRecord& r : trials) {
+    ASSERT_EQ(r.state, TrialState::kComplete);
+    ASSERT_EQ(r.values.size(), 1u);  // top-1 only
+    // Its constraints: the config's params bound, then latency - the baseline's.
+    ASSERT_EQ(r.constraints.size(), 2u);
+    EXPECT_NEAR(r.constraints[1], std::stod(r.user_attrs.at("latency_ms")) - budget, 1e-9);
+  }
+  lines.clear();
+  run_oneshot_search(config, store, latency, log);
+  EXPECT_EQ(count_prefix("tiny_mobilenet_subnet_"), 0);
+  EXPECT_EQ(count_prefix("resuming subnet study 'fmnist_oneshot_ci.subnets.tiny_mobilenet': 4 subnet(s) scored"), 1);
   fs::remove_all(dir);
 }
 
