@@ -100,7 +100,7 @@ TEST(OneshotSearch, RetrainsTheBestSubnetWithinEachBaselinesLatency) {
   }
   const fs::path record = dir / "out" / "baselines" / "tiny_mobilenet" / "untrained_latency_ms";
   ASSERT_TRUE(fs::is_regular_file(record));
-  EXPECT_FALSE(fs::exists(record.parent_path() / "untrained.xnn"));  // the probe is removed
+  EXPECT_TRUE(fs::is_regular_file(record.parent_path() / "untrained.xnn"));  // the probe is kept
   double budget = 0;
   std::ifstream(record) >> budget;
   EXPECT_GT(budget, 0.0);
@@ -271,9 +271,13 @@ TEST(OneshotSearch, EachBaselineGetsAStudyUnderItsLatency) {
   for (const TrialRecord& r : trials) {
     ASSERT_EQ(r.state, TrialState::kComplete);
     ASSERT_EQ(r.values.size(), 1u);  // top-1 only
-    // Its constraints: the config's params bound, then latency - the baseline's.
+    // Its constraints: the config's params bound, then the latency ratio to the baseline's
+    // untrained model measured right after it, minus 1.
     ASSERT_EQ(r.constraints.size(), 2u);
-    EXPECT_NEAR(r.constraints[1], std::stod(r.user_attrs.at("latency_ms")) - budget, 1e-9);
+    const double ms = std::stod(r.user_attrs.at("latency_ms")), base = std::stod(r.user_attrs.at("baseline_latency_ms"));
+    EXPECT_NEAR(base, budget, 1e-9 * budget);  // the stand-in latency is the file's size: the same probe
+    EXPECT_NEAR(std::stod(r.user_attrs.at("latency_ratio")), ms / base, 1e-8);  // attributes keep 10 digits
+    EXPECT_NEAR(r.constraints[1], ms / base - 1, 1e-8);
   }
   lines.clear();
   run_oneshot_search(config, store, latency, log);
