@@ -16,7 +16,7 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
     throw Error(config.file + ": 'hyperparameters' are not searched with method oneshot (the supernet has one recipe)");
   }
   const config::YamlSection s(config.method_options, "oneshot", config.file,
-                              {"width", "epochs", "steps_per_path", "validation_size", "bn_batches", "retrain",
+                              {"width", "epochs", "steps_per_path", "sharing", "validation_size", "bn_batches", "retrain",
                                "retrain_at_baselines", "retrain_per_baseline", "retrain_band", "trials_per_baseline",
                                "screen_epochs", "screen_keep"});
   OneshotOptions o;
@@ -31,6 +31,9 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   if (o.epochs < 1) s.fail("epochs", "must be >= 1");
   s.read("steps_per_path", o.steps_per_path, "an integer >= 1");
   if (o.steps_per_path < 1) s.fail("steps_per_path", "must be >= 1");
+  std::string sharing = weight_sharing_name(o.sharing);
+  s.read("sharing", sharing, "none, se or pointwise");
+  if (!parse_weight_sharing(sharing, &o.sharing)) s.fail("sharing", "must be none, se or pointwise, got '" + sharing + "'");
   s.read("validation_size", o.validation_size, "an integer >= 1 (training images held out)");
   if (o.validation_size < 1) s.fail("validation_size", "must be >= 1");
   s.read("bn_batches", o.bn_batches, "an integer >= 1");

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "nas/nas_config.h"
+#include "nas/oneshot/supernet_weights.h"
 
 namespace xnn::nas {
 
@@ -15,6 +16,10 @@ struct OneshotOptions {
   double width = 0;             // the supernet's width multiplier; default the space's largest
   int epochs = 0;               // supernet training epochs; default the recipe's
   int steps_per_path = 1;       // optimiser steps on one sampled path before the next is drawn
+  // Which block tensors the choices share (supernet_weights.h): none (SPOS: one set per kernel x
+  // expansion x SE), se (SE on/off share), pointwise (the 1x1 convolutions shared across
+  // kernels and SE). Part of the checkpoint's fingerprint.
+  WeightSharing sharing = WeightSharing::kNone;
   int64_t validation_size = 5000;  // training images held out to score subnets (never trained on)
   int bn_batches = 8;           // training batches that re-calibrate a subnet's BatchNorm statistics
   int retrain = 2;              // front candidates (best inherited top-1 first) retrained from scratch;

@@ -42,6 +42,8 @@ int64_t fingerprint(const SupernetWeights& w, const train::TrainConfig& r, const
                   std::to_string(r.augment.pad_crop) + std::to_string(r.augment.hflip) + " ls " +
                   fmt("%.6g", r.label_smoothing) + " clip " + fmt("%.6g", r.clip_grad_norm) + " mean " +
                   fmt("%.6g", r.mean) + " std " + fmt("%.6g", r.std) + " " + optimizer + " " + schedule;
+  // Appended only when on, so the checkpoints of unshared supernets keep their fingerprint.
+  if (w.sharing() != WeightSharing::kNone) s += std::string(" sharing ") + weight_sharing_name(w.sharing());
   const arch::SearchSpace& sp = w.space();
   s += " space " + std::to_string(sp.in_channels) + "/" + std::to_string(sp.classes) + "/" +
        std::to_string(sp.stem_channels) + sp.stem_activation + "/" + std::to_string(sp.head_channels) + sp.head_activation;
@@ -130,6 +132,10 @@ SupernetTrainResult train_supernet(SupernetWeights& weights, const data::Dataset
   if (sc.type != "constant") sc.total_steps = per_epoch * options.epochs;
   if (sc.type == "cosine") sc.warmup_steps = static_cast<int64_t>(std::llround(recipe.warmup_epochs * static_cast<double>(per_epoch)));
   std::unique_ptr<train::LrSchedule> schedule = train::make_schedule(sc);
+  if (weights.sharing() != options.sharing) {
+    throw Error(std::string("supernet: the weight store shares '") + weight_sharing_name(weights.sharing()) +
+                "', the options ask for '" + weight_sharing_name(options.sharing) + "'");
+  }
   const int64_t print = fingerprint(weights, recipe, options, seed, train.count, opt->describe(), schedule->describe());
 
   SupernetTrainResult result;
@@ -163,7 +169,8 @@ SupernetTrainResult train_supernet(SupernetWeights& weights, const data::Dataset
   if (epochs_done < options.epochs) {
     log("supernet: " + std::to_string(train.count) + " training images, " + std::to_string(per_epoch) + " steps/epoch x " +
         std::to_string(options.epochs) + " epochs, a new path every " + std::to_string(options.steps_per_path) +
-        " step(s), width " + fmt("%.10g", weights.width()) + ", " + opt->describe() + ", " + schedule->describe() + ", " +
+        " step(s), width " + fmt("%.10g", weights.width()) + ", block weights shared: " +
+        weight_sharing_name(weights.sharing()) + ", " + opt->describe() + ", " + schedule->describe() + ", " +
         std::to_string(recipe.threads) + " thread(s)");
   }
 

@@ -32,19 +32,43 @@ bool parse_block_prefix(const std::string& name, size_t* s, size_t* b, size_t* l
 
 }  // namespace
 
-std::string supernet_key(const arch::Arch& arch, const std::string& name) {
+const char* weight_sharing_name(WeightSharing sharing) {
+  switch (sharing) {
+    case WeightSharing::kNone: return "none";
+    case WeightSharing::kSe: return "se";
+    case WeightSharing::kPointwise: return "pointwise";
+  }
+  return "?";
+}
+
+bool parse_weight_sharing(const std::string& name, WeightSharing* out) {
+  for (WeightSharing s : {WeightSharing::kNone, WeightSharing::kSe, WeightSharing::kPointwise}) {
+    if (name == weight_sharing_name(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string supernet_key(const arch::Arch& arch, const std::string& name, WeightSharing sharing) {
   size_t s = 0, b = 0, len = 0;
   if (!parse_block_prefix(name, &s, &b, &len)) return name;
   if (s >= arch.stages.size() || b >= arch.stages[s].size()) {
     throw Error("supernet: initialiser '" + name + "' names a block that architecture '" + arch.to_string() + "' lacks");
   }
   const arch::BlockChoice& c = arch.stages[s][b];
-  return name.substr(0, len - 1) + "/k" + std::to_string(c.kernel) + "e" + std::to_string(c.expansion) +
-         (c.se ? "se" : "") + "/" + name.substr(len);
+  const std::string rest = name.substr(len);
+  std::string choice = "k" + std::to_string(c.kernel) + "e" + std::to_string(c.expansion);
+  if (sharing == WeightSharing::kNone && c.se) choice += "se";
+  // build_arch_model names the depthwise stage "depthwise.*"; everything else in a block is a
+  // 1x1 convolution (expansion, SE, projection) or its BatchNorm.
+  if (sharing == WeightSharing::kPointwise && rest.rfind("depthwise.", 0) != 0) choice = "e" + std::to_string(c.expansion);
+  return name.substr(0, len - 1) + "/" + choice + "/" + rest;
 }
 
-SupernetWeights::SupernetWeights(arch::SearchSpace space, double width, uint64_t seed)
-    : space_(std::move(space)), width_(width), seed_(seed) {
+SupernetWeights::SupernetWeights(arch::SearchSpace space, double width, uint64_t seed, WeightSharing sharing)
+    : space_(std::move(space)), width_(width), seed_(seed), sharing_(sharing) {
   bool found = false;
   for (double w : space_.width_multipliers) found = found || w == width;
   if (!found) throw Error("supernet: width " + std::to_string(width) + " is not one of the space's width multipliers");
@@ -58,7 +82,7 @@ std::shared_ptr<Model> SupernetWeights::realize(const arch::Arch& arch, bool sha
   std::shared_ptr<Model> model = arch::build_arch_model(space_, arch, seed_, batch);
   for (Value& v : model->graph.values) {
     if (!stored_kind(v)) continue;
-    const std::string key = supernet_key(arch, v.name);
+    const std::string key = supernet_key(arch, v.name, sharing_);
     auto it = tensors_.find(key);
     if (it == tensors_.end()) {
       it = tensors_.emplace(key, *v.data).first;

@@ -11,6 +11,18 @@
 // are stored (BatchNorm running statistics included); scalars such as Clip bounds stay the
 // built model's.
 //
+// Sharing across choices (WeightSharing). SPOS gives each choice its own tensors, so with 3
+// kernels x 3 expansions x SE on/off a block's tensors get 1/18 of the updates, and the inherited
+// accuracy of a subnet says little about how it trains (measured: nas/README.md). Two coarser
+// keyings share the tensors whose shapes do not depend on the other decisions:
+//   se         "k<kernel>e<expansion>": SE on and off share the block's convolutions (the SE
+//              tensors exist only in SE paths); the projection's BatchNorm, re-calibrated per
+//              subnet, absorbs the SE gate's scale.
+//   pointwise  the depthwise convolution (and its BatchNorm) keyed "k<kernel>e<expansion>", the
+//              expansion, SE and projection tensors "e<expansion>": the 1x1 convolutions are
+//              shared by every kernel size and SE switch of the same expansion (6x the updates).
+// Shapes agree by construction, so paths still alias the store without copies.
+//
 // Width. The supernet has ONE width multiplier: channel counts (and so every shape) depend on
 // it, and slicing the widest tensors (OFA-style) would couple the widths' training in ways SPOS
 // does not study; a fixed width keeps every stored tensor exactly the shape its path builds.
@@ -28,18 +40,25 @@
 
 namespace xnn::nas {
 
+enum class WeightSharing { kNone, kSe, kPointwise };
+// "none", "se", "pointwise".
+const char* weight_sharing_name(WeightSharing sharing);
+// The sharing named `name`; false when it is not one of those.
+bool parse_weight_sharing(const std::string& name, WeightSharing* out);
+
 // The store key of an initialiser named `name` in the model of `arch` (see above).
-std::string supernet_key(const arch::Arch& arch, const std::string& name);
+std::string supernet_key(const arch::Arch& arch, const std::string& name, WeightSharing sharing = WeightSharing::kNone);
 
 class SupernetWeights {
  public:
   // The supernet of `space` at width `width` (one of the space's width multipliers); fresh
   // tensors take the initial values of the first path that uses them (build_arch_model from
-  // `seed`).
-  SupernetWeights(arch::SearchSpace space, double width, uint64_t seed);
+  // `seed`). `sharing` keys the block tensors (see above).
+  SupernetWeights(arch::SearchSpace space, double width, uint64_t seed, WeightSharing sharing = WeightSharing::kNone);
 
   const arch::SearchSpace& space() const { return space_; }
   double width() const { return width_; }
+  WeightSharing sharing() const { return sharing_; }
 
   // The model of `arch` (which must have the supernet's width) with its stored tensors. With
   // `share`, the model's initialisers alias the store (training updates it) and are renamed to
@@ -59,6 +78,7 @@ class SupernetWeights {
   arch::SearchSpace space_;
   double width_;
   uint64_t seed_;
+  WeightSharing sharing_;
   std::map<std::string, Tensor> tensors_;
 };
 

@@ -43,6 +43,7 @@ TEST(OneshotConfig, DefaultsComeFromTheSpaceAndRecipe) {
   EXPECT_EQ(o.bn_batches, 8);
   EXPECT_EQ(o.retrain, 2);
   EXPECT_FALSE(o.retrain_at_baselines);
+  EXPECT_EQ(o.sharing, WeightSharing::kNone);  // SPOS: one weight set per choice
 }
 
 TEST(OneshotConfig, ReadsEveryKey) {
@@ -80,6 +81,8 @@ TEST(OneshotConfig, ReadsEveryKey) {
       "oneshot: {retrain_at_baselines: true, trials_per_baseline: 40}\n",
       "baselines: [{name: tiny, arch: 'r28-w1.0|k3e1.relu|k3e1.relu|k3e1.relu'}]\n"));
   EXPECT_EQ(per.trials_per_baseline, 40);
+  EXPECT_EQ(parse_oneshot_options(config_with("oneshot: {sharing: pointwise}\n")).sharing, WeightSharing::kPointwise);
+  EXPECT_EQ(parse_oneshot_options(config_with("oneshot: {sharing: se}\n")).sharing, WeightSharing::kSe);
 }
 
 TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
@@ -119,6 +122,8 @@ TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
   EXPECT_NE(e.find("'oneshot.trials_per_baseline' must be >= 0"), std::string::npos) << e;
   e = error_of("oneshot: {screen_epochs: -1}\n");
   EXPECT_NE(e.find("'oneshot.screen_epochs' must be >= 0"), std::string::npos) << e;
+  e = error_of("oneshot: {sharing: kernels}\n");
+  EXPECT_NE(e.find(kFile + ":4:20: 'oneshot.sharing' must be none, se or pointwise, got 'kernels'"), std::string::npos) << e;
   e = error_of("oneshot: {bn_batches: -1}\n");
   EXPECT_NE(e.find(kFile + ":4:23: 'oneshot.bn_batches' must be >= 1"), std::string::npos) << e;
 }

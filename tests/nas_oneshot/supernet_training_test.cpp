@@ -85,6 +85,16 @@ TEST(SupernetTraining, TrainsCheckpointsAndReloadsAFinishedSupernet) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("another configuration"), std::string::npos) << e.what();
   }
+  // Sharing changes which tensors exist: an unshared checkpoint is refused for a shared supernet.
+  SupernetWeights shared(space_at_28(), 0.5, 1, WeightSharing::kPointwise);
+  OneshotOptions shared_options = options;
+  shared_options.sharing = WeightSharing::kPointwise;
+  try {
+    train_supernet(shared, train, recipe, shared_options, 5, checkpoint, nullptr);
+    FAIL() << "a checkpoint of an unshared supernet must be refused for a shared one";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another configuration"), std::string::npos) << e.what();
+  }
   fs::remove_all(dir);
 }
 

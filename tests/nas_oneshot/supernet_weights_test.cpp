@@ -49,6 +49,61 @@ TEST(SupernetKey, QualifiesBlockTensorsByChoiceNotActivation) {
   EXPECT_THROW(supernet_key(a, "stage2.block1.depthwise.conv.weight"), Error);  // a block the path lacks
 }
 
+TEST(SupernetKey, CoarserSharingsDropTheDecisionsATensorDoesNotDependOn) {
+  const arch::Arch a = arch::parse_arch("r28-w0.5|k3e3se.relu-k5e1.silu|k3e1.relu|k3e1.relu");
+  // se: SE on and off share the block's tensors (the SE tensors exist only on SE paths).
+  EXPECT_EQ(supernet_key(a, "stage0.block0.expand.conv.weight", WeightSharing::kSe), "stage0.block0/k3e3/expand.conv.weight");
+  EXPECT_EQ(supernet_key(a, "stage0.block0.se.reduce.weight", WeightSharing::kSe), "stage0.block0/k3e3/se.reduce.weight");
+  // pointwise: only the depthwise stage keeps the kernel in its key.
+  EXPECT_EQ(supernet_key(a, "stage0.block0.depthwise.conv.weight", WeightSharing::kPointwise),
+            "stage0.block0/k3e3/depthwise.conv.weight");
+  EXPECT_EQ(supernet_key(a, "stage0.block0.depthwise.bn.running_var", WeightSharing::kPointwise),
+            "stage0.block0/k3e3/depthwise.bn.running_var");
+  EXPECT_EQ(supernet_key(a, "stage0.block0.expand.bn.weight", WeightSharing::kPointwise), "stage0.block0/e3/expand.bn.weight");
+  EXPECT_EQ(supernet_key(a, "stage0.block0.se.expand.bias", WeightSharing::kPointwise), "stage0.block0/e3/se.expand.bias");
+  EXPECT_EQ(supernet_key(a, "stage0.block1.project.conv.weight", WeightSharing::kPointwise),
+            "stage0.block1/e1/project.conv.weight");
+  EXPECT_EQ(supernet_key(a, "head.conv.weight", WeightSharing::kPointwise), "head.conv.weight");
+  WeightSharing parsed = WeightSharing::kNone;
+  EXPECT_TRUE(parse_weight_sharing("pointwise", &parsed));
+  EXPECT_EQ(parsed, WeightSharing::kPointwise);
+  EXPECT_FALSE(parse_weight_sharing("all", &parsed));
+}
+
+TEST(SupernetWeights, PointwiseSharingAliasesTheOneByOnesAcrossKernelsAndSe) {
+  SupernetWeights w(tiny_space(), 0.5, 7, WeightSharing::kPointwise);
+  EXPECT_EQ(w.sharing(), WeightSharing::kPointwise);
+  // Stage 0's first block: kernel 3 without SE against kernel 5 with SE, both expansion 3.
+  const arch::Arch a = arch::parse_arch("r28-w0.5|k3e3.relu|k3e1.relu|k3e1.relu");
+  const arch::Arch b = arch::parse_arch("r28-w0.5|k5e3se.silu|k3e1.relu|k3e1.relu");
+  auto model_a = w.realize(a, true);
+  auto model_b = w.realize(b, true);
+  for (const std::string shared : {"stage0.block0/e3/expand.conv.weight", "stage0.block0/e3/project.conv.weight",
+                                   "stage0.block0/e3/project.bn.bias"}) {
+    const int va = model_a->graph.find_value(shared), vb = model_b->graph.find_value(shared);
+    ASSERT_GE(va, 0) << shared;
+    ASSERT_GE(vb, 0) << shared;
+    EXPECT_EQ(model_a->graph.value(va).data->raw(), model_b->graph.value(vb).data->raw()) << shared;
+  }
+  const Tensor* dw_a = w.find("stage0.block0/k3e3/depthwise.conv.weight");
+  const Tensor* dw_b = w.find("stage0.block0/k5e3/depthwise.conv.weight");
+  ASSERT_NE(dw_a, nullptr);
+  ASSERT_NE(dw_b, nullptr);
+  EXPECT_EQ(dw_a->shape()[3], 3);
+  EXPECT_EQ(dw_b->shape()[3], 5);
+  ASSERT_NE(w.find("stage0.block0/e3/se.reduce.weight"), nullptr);  // b's SE, keyed by expansion
+  const std::vector<float> project_before = values(*w.find("stage0.block0/e3/project.conv.weight"));
+  const std::vector<float> dw_b_before = values(*dw_b);
+  train_one_step(model_a);
+  EXPECT_NE(values(*w.find("stage0.block0/e3/project.conv.weight")), project_before);  // seen by b too
+  EXPECT_EQ(values(*dw_b), dw_b_before);  // another kernel's depthwise weights are its own
+  // Fewer tensors than the unshared store of the same two paths.
+  SupernetWeights unshared(tiny_space(), 0.5, 7);
+  unshared.realize(a, true);
+  unshared.realize(b, true);
+  EXPECT_LT(w.size(), unshared.size());
+}
+
 TEST(SupernetWeights, PathsSharingAChoiceSeeTheSameTensorsAfterAnUpdate) {
   SupernetWeights w(tiny_space(), 0.5, 7);
   // Same stage0 block (k3e3), different stage1 block (kernel 3 vs 5).
