@@ -11,6 +11,7 @@
 #include <map>
 
 #include "nas/oneshot/oneshot_search.h"
+#include "nas/oneshot/supernet_weights.h"
 #include "nas/study/study.h"
 #include "nas/study/study_store.h"
 
@@ -72,6 +73,43 @@ TEST(OneshotSearch, ReturnsAFrontOfExportedRetrainedModelsAndResumes) {
   ASSERT_EQ(second.front.size(), first.front.size());
   EXPECT_EQ(second.front[0].arch, first.front[0].arch);
   EXPECT_DOUBLE_EQ(second.front[0].top1, first.front[0].top1);  // the retrained model re-used
+  fs::remove_all(dir);
+}
+
+// oneshot.sharing: pointwise end to end: the supernet logs it, its checkpoint keys the 1x1
+// convolutions by expansion alone and the depthwise ones by kernel and expansion, and the search
+// scores and retrains subnets from it as from an unshared one.
+TEST(OneshotSearch, PointwiseSharedSupernetKeysOneByOnesByExpansion) {
+  const fs::path dir = fs::temp_directory_path() / ("oneshot_shared_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const NasConfig config = load_nas_config(std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
+                                           {"output.dir=" + (dir / "out").string(), "oneshot.sharing=pointwise"});
+  const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
+  std::vector<std::string> lines;
+  Store store((dir / "nas.db").string());
+  const SearchResult r = run_oneshot_search(config, store, latency, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(r.complete, 6);
+  ASSERT_EQ(r.front.size(), 1u);
+  EXPECT_GT(r.front[0].top1, 0.0);
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.find("block weights shared: pointwise") != std::string::npos; }));
+  int pointwise = 0, depthwise = 0;
+  for (const auto& [entry, t] : load_tensor_file((dir / "out" / "supernet" / "supernet.tensors").string())) {
+    if (entry.rfind("weight/stage", 0) != 0) continue;
+    const std::string key = entry.substr(7);
+    const std::string choice = key.substr(key.find('/') + 1, key.rfind('/') - key.find('/') - 1);
+    EXPECT_EQ(choice.find("se"), std::string::npos) << key;  // SE on and off share
+    if (key.find("/depthwise.") != std::string::npos) {
+      EXPECT_EQ(choice[0], 'k') << key;
+      ++depthwise;
+    } else {
+      EXPECT_EQ(choice[0], 'e') << key;
+      ++pointwise;
+    }
+  }
+  EXPECT_GT(pointwise, 0);
+  EXPECT_GT(depthwise, 0);
   fs::remove_all(dir);
 }
 
