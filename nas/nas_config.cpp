@@ -268,7 +268,7 @@ NasConfig parse_nas_config(const YAML::Node& root, const std::string& file) {
 
   if (top.has("latency")) {
     Section s(top.get("latency"), "latency", file,
-              {"target", "method", "predictor", "threads", "warmup", "runs", "min_time", "feedback"});
+              {"target", "method", "predictor", "threads", "warmup", "runs", "min_time", "feedback", "confirm_rounds"});
     s.read("target", c.latency.target, "a target kind (e.g. cpu)");
     s.read("method", c.latency.method, "measured or predicted");
     check_one_of(s, "method", c.latency.method, {"measured", "predicted"});
@@ -291,6 +291,8 @@ NasConfig parse_nas_config(const YAML::Node& root, const std::string& file) {
     if (c.latency.feedback > 0 && c.latency.method != "predicted") {
       s.fail("feedback", "re-measures candidates to refit the predictor: it needs method: predicted");
     }
+    s.read("confirm_rounds", c.latency.confirm_rounds, "an integer >= 0 (0: off)");
+    if (c.latency.confirm_rounds < 0) s.fail("confirm_rounds", "must be >= 0");
   }
 
   if (top.has("baselines")) {

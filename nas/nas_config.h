@@ -47,6 +47,8 @@ struct LatencySource {
   double min_time = 0.2;            // seconds
   int feedback = 0;                 // predicted: re-measure this many front candidates on the target
                                     // and refit the predictor (nas/hardware_feedback.h); 0 = off
+  int confirm_rounds = 0;           // > 0: whether the front dominates a baseline is judged by this many
+                                    // rounds of back-to-back measurements on the target (nas/dominance.h)
 };
 
 // A hand-designed model trained with the same recipe and measured like the candidates: a

@@ -4,7 +4,9 @@
 // the baselines, exports the front (.xnn, .onnx), then measures the front and the baselines
 // through the harness (an `xnn-lab run` of <output>/measure.yaml into the same database), so
 // list/show/report/gate see them. --json prints the front and the baselines, each with top1,
-// latency_ms (the harness's measurements), params, model and preprocess.
+// latency_ms (the harness's measurements), params, model and preprocess; with
+// latency.confirm_rounds, dominated_baselines comes from back-to-back rounds (nas/dominance.h),
+// listed as dominance_checks.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include "nas/blackbox_search.h"
 #include "nas/hardware_feedback.h"
 #include "nas/darts/darts_search.h"
+#include "nas/dominance.h"
 #include "nas/oneshot/objective_server.h"
 #include "nas/oneshot/oneshot_search.h"
 
@@ -51,9 +54,27 @@ void write_point(json::Writer& w, const nas::CandidateResult& r, const nas::NasC
   w.end_object();
 }
 
-// A front point dominates a baseline: at least its accuracy at no more latency, one strictly.
-bool dominates(const nas::CandidateResult& a, const nas::CandidateResult& b) {
-  return a.top1 >= b.top1 && a.latency_ms <= b.latency_ms && (a.top1 > b.top1 || a.latency_ms < b.latency_ms);
+std::string fmt_ratio(double r) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", r);
+  return b;
+}
+std::string fmt_percent(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f%%", 100 * v);
+  return b;
+}
+
+void write_check(json::Writer& w, const nas::DominanceCheck& c) {
+  w.begin_object().field("baseline", c.baseline).field("candidate", c.candidate);
+  w.field("rounds", static_cast<int64_t>(c.ratios.size())).field("median_ratio", c.median_ratio);
+  w.key("ratios").begin_array();
+  for (double r : c.ratios) w.value(r);
+  w.end_array().key("candidate_ms").begin_array();
+  for (double v : c.candidate_ms) w.value(v);
+  w.end_array().key("baseline_ms").begin_array();
+  for (double v : c.baseline_ms) w.value(v);
+  w.end_array().field("dominates", c.dominates).end_object();
 }
 
 // The search the config's `method` names. Each method returns the same SearchResult (front and
@@ -139,14 +160,22 @@ void add_nas_command(CLI::App& app, int& exit_code) {
       feedback = nas::hardware_feedback(cfg, result, store, *feedback_target, log);
     }
 
-    std::vector<std::string> dominated;
-    for (const nas::CandidateResult& b : result.baselines) {
-      for (const nas::CandidateResult& p : result.front) {
-        if (dominates(p, b)) {
-          dominated.push_back(b.name);
-          break;
-        }
+    // Dominance: from the harness's figures, or (latency.confirm_rounds) from back-to-back rounds.
+    std::vector<std::string> dominated = nas::dominated_baselines(result.front, result.baselines);
+    std::vector<nas::DominanceCheck> checks;
+    if (cfg.latency.confirm_rounds > 0) {
+      nas::LatencySource measured = cfg.latency;
+      measured.method = "measured";  // a predictor cannot settle a measured comparison
+      checks = nas::confirm_dominance(result.front, result.baselines, nas::make_latency_fn(measured, target.get()),
+                                      cfg.latency.confirm_rounds);
+      for (const nas::DominanceCheck& c : checks) {
+        std::string ratios;
+        for (double r : c.ratios) ratios += (ratios.empty() ? "" : " ") + fmt_ratio(r);
+        log("dominance " + c.candidate + " vs " + c.baseline + ": top1 " + fmt_percent(c.candidate_top1) + " vs " +
+            fmt_percent(c.baseline_top1) + ", latency ratio per round " + ratios + ", median " +
+            fmt_ratio(c.median_ratio) + (c.dominates ? ": dominates" : ": does not dominate"));
       }
+      dominated = nas::dominated_baselines(checks, result.baselines);
     }
     if (as_json) {
       json::Writer w;
@@ -161,6 +190,11 @@ void add_nas_command(CLI::App& app, int& exit_code) {
       w.end_array().key("dominated_baselines").begin_array();
       for (const auto& n : dominated) w.value(n);
       w.end_array();
+      if (cfg.latency.confirm_rounds > 0) {
+        w.key("dominance_checks").begin_array();
+        for (const auto& c : checks) write_check(w, c);
+        w.end_array();
+      }
       if (feedback) {
         w.key("feedback").begin_object().field("predictor", feedback->predictor_path);
         w.field("experiment", feedback->experiment).field("calibration_models", feedback->calibration_models);
@@ -184,7 +218,8 @@ void add_nas_command(CLI::App& app, int& exit_code) {
                       static_cast<long long>(r.params), r.xnn_path.c_str());
         }
       }
-      std::printf("baselines dominated by the front: %zu of %zu\n", dominated.size(), result.baselines.size());
+      std::printf("baselines dominated by the front: %zu of %zu%s\n", dominated.size(), result.baselines.size(),
+                  cfg.latency.confirm_rounds > 0 ? " (latency judged by back-to-back rounds)" : "");
       if (feedback) {
         std::printf("hardware feedback: predictor refitted on %d calibration models -> %s\n",
                     feedback->calibration_models, feedback->predictor_path.c_str());

@@ -48,6 +48,37 @@ with open(os.path.join(os.path.dirname(sys.argv[1]), "front_model"), "w") as f:
     f.write(r["front"][0]["model"])
 PY
 
+# latency.confirm_rounds: a one-trial study (no searched hyper-parameters) whose trial_0 gets a
+# twin baseline, the same architecture from the same seed and recipe, so the same accuracy: the
+# pair is measured back to back for 3 rounds, and dominance follows the median ratio.
+"$XNN_LAB" nas "$CONFIG" name=confirm_ci trials=1 'hyperparameters={}' output.dir="$WORK/confirm" --db "$DB" --json \
+  > "$WORK/one.json" 2> "$WORK/one.log" || { cat "$WORK/one.log"; fail "one-trial study"; }
+ARCH=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['front'][0]['arch'])" "$WORK/one.json")
+"$XNN_LAB" nas "$CONFIG" name=confirm_ci trials=1 'hyperparameters={}' output.dir="$WORK/confirm" --db "$DB" \
+  "baselines.1={name: twin, arch: '$ARCH'}" latency.confirm_rounds=3 --json > "$WORK/confirm.json" \
+  2> "$WORK/confirm.log" || { cat "$WORK/confirm.log"; fail "nas run with confirm_rounds"; }
+python3 - "$WORK/confirm.json" <<'PY' || { cat "$WORK/confirm.log"; fail "dominance checks in the JSON"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+checks = r["dominance_checks"]
+front = {p["name"]: p for p in r["front"]}
+base = {b["name"]: b for b in r["baselines"]}
+assert base["twin"]["top1"] == front["trial_0"]["top1"], (base["twin"], front["trial_0"])
+expected = [(b, p) for b in base for p in front if front[p]["top1"] >= base[b]["top1"]]
+assert ("twin", "trial_0") in expected, expected
+assert sorted((c["baseline"], c["candidate"]) for c in checks) == sorted(expected), (checks, expected)
+for c in checks:
+    assert c["rounds"] == 3 and len(c["ratios"]) == 3 and len(c["candidate_ms"]) == 3, c
+    for ratio, cm, bm in zip(c["ratios"], c["candidate_ms"], c["baseline_ms"]):
+        assert cm > 0 and bm > 0 and abs(ratio - cm / bm) < 1e-9 * ratio, c
+    med = sorted(c["ratios"])[1]
+    assert abs(c["median_ratio"] - med) < 1e-12, c
+    assert c["dominates"] == (med <= 1 and (front[c["candidate"]]["top1"] > base[c["baseline"]]["top1"] or med < 1)), c
+assert r["dominated_baselines"] == [b for b in base if any(c["baseline"] == b and c["dominates"] for c in checks)], r
+PY
+grep -q "^dominance trial_0 vs twin: top1 .*, latency ratio per round .* median " "$WORK/confirm.log" \
+  || { cat "$WORK/confirm.log"; fail "dominance lines in the log"; }
+
 MODEL=$(cat "$WORK/front_model")
 "$XNN_LAB" eval "$MODEL" --dataset fashion-mnist --limit 200 --mean 0.2860 --std 0.3530 --json > "$WORK/eval.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['samples']==200 and 0<r['top1']<=1, r" "$WORK/eval.json" \

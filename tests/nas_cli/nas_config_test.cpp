@@ -148,6 +148,9 @@ TEST(NasConfig, ErrorsNameFileLineAndKey) {
 
   e = error_of(space_line() + "latency: {method: predicted}\n");
   EXPECT_NE(e.find("latency.predictor"), std::string::npos) << e;
+
+  e = error_of(space_line() + "latency: {confirm_rounds: -2}\n");
+  EXPECT_NE(e.find(":2:27: 'latency.confirm_rounds' must be >= 0"), std::string::npos) << e;
 }
 
 TEST(NasConfig, SearchSpaceHasOneParameterPerDecision) {
