@@ -15,6 +15,27 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+PairedLatency paired_latency(const std::string& candidate_model, const std::string& baseline_model,
+                             const LatencyFn& latency, int rounds) {
+  if (rounds < 1) throw Error("paired_latency: rounds must be >= 1, got " + std::to_string(rounds));
+  PairedLatency m;
+  for (int r = 0; r < rounds; ++r) {
+    double bl = 0, cl = 0;
+    if (r % 2 == 0) {
+      bl = latency(baseline_model);
+      cl = latency(candidate_model);
+    } else {
+      cl = latency(candidate_model);
+      bl = latency(baseline_model);
+    }
+    m.baseline_ms.push_back(bl);
+    m.candidate_ms.push_back(cl);
+    m.ratios.push_back(cl / bl);
+  }
+  m.median_ratio = median(m.ratios);
+  return m;
+}
+
 bool dominates(const CandidateResult& a, const CandidateResult& b) {
   return a.top1 >= b.top1 && a.latency_ms <= b.latency_ms && (a.top1 > b.top1 || a.latency_ms < b.latency_ms);
 }
@@ -43,20 +64,11 @@ std::vector<DominanceCheck> confirm_dominance(const std::vector<CandidateResult>
       c.candidate = p.name;
       c.candidate_top1 = p.top1;
       c.baseline_top1 = b.top1;
-      for (int r = 0; r < rounds; ++r) {
-        double bl = 0, pl = 0;
-        if (r % 2 == 0) {
-          bl = latency(b.xnn_path);
-          pl = latency(p.xnn_path);
-        } else {
-          pl = latency(p.xnn_path);
-          bl = latency(b.xnn_path);
-        }
-        c.baseline_ms.push_back(bl);
-        c.candidate_ms.push_back(pl);
-        c.ratios.push_back(pl / bl);
-      }
-      c.median_ratio = median(c.ratios);
+      const PairedLatency m = paired_latency(p.xnn_path, b.xnn_path, latency, rounds);
+      c.candidate_ms = m.candidate_ms;
+      c.baseline_ms = m.baseline_ms;
+      c.ratios = m.ratios;
+      c.median_ratio = m.median_ratio;
       c.dominates = c.median_ratio <= 1.0 && (p.top1 > b.top1 || c.median_ratio < 1.0);
       out.push_back(std::move(c));
     }

@@ -22,6 +22,16 @@ bool dominates(const CandidateResult& a, const CandidateResult& b);
 std::vector<std::string> dominated_baselines(const std::vector<CandidateResult>& front,
                                              const std::vector<CandidateResult>& baselines);
 
+// Two models measured back to back for `rounds` rounds (even rounds the baseline first, odd
+// rounds the candidate first): per-round figures, ratios candidate / baseline, and their median.
+struct PairedLatency {
+  std::vector<double> candidate_ms, baseline_ms;  // per round
+  std::vector<double> ratios;                     // candidate / baseline, per round
+  double median_ratio = 0;
+};
+PairedLatency paired_latency(const std::string& candidate_model, const std::string& baseline_model,
+                             const LatencyFn& latency, int rounds);
+
 struct DominanceCheck {
   std::string baseline, candidate;
   double candidate_top1 = 0, baseline_top1 = 0;

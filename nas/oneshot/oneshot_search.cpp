@@ -9,11 +9,13 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "engine/core/error.h"
 #include "engine/format/xnn_format.h"
 #include "engine/runtime/model_io.h"
 #include "harness/util/json.h"
+#include "nas/dominance.h"
 #include "nas/oneshot/oneshot_config.h"
 #include "nas/oneshot/subnet_objective.h"
 
@@ -159,6 +161,63 @@ double baseline_latency_ms(const NasConfig& config, const BaselineSpec& b, const
   return ms;
 }
 
+// latency.confirm_rounds for one baseline's picks: a pick's batch-1 model (inherited weights)
+// and the baseline's untrained model measured back to back for `rounds` rounds; the pick stays
+// when the median ratio is <= 1, and its latency becomes median x budget. Verdicts are kept in
+// <output>/baselines/<name>/confirmed_picks.tsv (architecture, median ratio) so a resumed
+// search picks the same subnets without measuring again.
+class PickConfirmation {
+ public:
+  PickConfirmation(const NasConfig& config, const BaselineSpec& b, double budget_ms, SubnetObjective& scorer,
+                   const LatencyFn& latency, std::function<void(const std::string&)> log)
+      : dir_(fs::path(config.output_dir) / "baselines" / b.name),
+        probe_(baseline_probe(config, b)),
+        baseline_(b.name),
+        budget_ms_(budget_ms),
+        rounds_(config.latency.confirm_rounds),
+        scorer_(scorer),
+        latency_(latency),
+        log_(std::move(log)) {
+    std::ifstream in(dir_ / "confirmed_picks.tsv");
+    std::string arch;
+    double ratio = 0;
+    while (std::getline(in, arch, '\t') && in >> ratio) {
+      verdicts_[arch] = ratio;
+      in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+  }
+
+  bool operator()(CandidateResult& c) {
+    auto it = verdicts_.find(c.arch);
+    if (it == verdicts_.end()) {
+      const fs::path model = dir_ / "confirm" / (c.name + ".xnn");
+      scorer_.save_batch1_model(arch::parse_arch(c.arch), model.string());
+      const PairedLatency m = paired_latency(model.string(), probe_, latency_, rounds_);
+      fs::remove(model);
+      std::string ratios;
+      for (double r : m.ratios) ratios += (ratios.empty() ? "" : " ") + fmt("%.3f", r);
+      log_("confirm " + c.name + " vs " + baseline_ + ": latency ratio per round " + ratios + ", median " +
+           fmt("%.3f", m.median_ratio) + (m.median_ratio <= 1 ? ": kept" : ": slower, dropped"));
+      std::ofstream out(dir_ / "confirmed_picks.tsv", std::ios::app);
+      out << c.arch << '\t' << fmt("%.17g", m.median_ratio) << '\n';
+      if (!out) throw Error("oneshot: cannot write " + (dir_ / "confirmed_picks.tsv").string());
+      it = verdicts_.emplace(c.arch, m.median_ratio).first;
+    }
+    c.latency_ms = it->second * budget_ms_;
+    return it->second <= 1;
+  }
+
+ private:
+  fs::path dir_;
+  std::string probe_, baseline_;
+  double budget_ms_;
+  int rounds_;
+  SubnetObjective& scorer_;
+  LatencyFn latency_;
+  std::function<void(const std::string&)> log_;
+  std::map<std::string, double> verdicts_;  // architecture -> median ratio
+};
+
 // Screening of one baseline's picks: each trained from scratch for options.screen_epochs epochs
 // with the recipe (its schedule compressed to them) into <output>/screen/<subnet> (a resumed
 // search re-uses a finished screen), its exported model scored on the validation images the
@@ -205,14 +264,25 @@ std::vector<CandidateResult> best_screened(const std::vector<CandidateResult>& p
 }
 
 std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n,
-                                                 double floor_ms) {
+                                                 double floor_ms, const PickConfirm& confirm, int max_confirms) {
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.top1 > b.top1; });
   std::vector<CandidateResult> picks;
+  std::set<std::string> rejected;
+  int confirms = 0;
   for (CandidateResult& c : scored) {
     if (static_cast<int>(picks.size()) >= n) break;
     // Evolution can score one architecture under several trial numbers: retrain it once.
     const bool seen = std::any_of(picks.begin(), picks.end(), [&](const auto& p) { return p.arch == c.arch; });
-    if (c.latency_ms <= budget_ms && c.latency_ms >= floor_ms && !seen) picks.push_back(std::move(c));
+    if (c.latency_ms > budget_ms || c.latency_ms < floor_ms || seen || rejected.count(c.arch)) continue;
+    if (confirm) {
+      if (max_confirms > 0 && confirms >= max_confirms) break;
+      ++confirms;
+      if (!confirm(c)) {
+        rejected.insert(c.arch);
+        continue;
+      }
+    }
+    picks.push_back(std::move(c));
   }
   return picks;
 }
@@ -313,10 +383,20 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
     for (const BaselineSpec& b : config.baselines) {
       const double budget = baseline_latency_ms(config, b, latency);
       const double floor = options.retrain_band * budget;
-      std::vector<CandidateResult> picks = best_within_latency(scored, budget, options.retrain_per_baseline, floor);
+      // latency.confirm_rounds: each candidate confirmed back to back with the baseline, at most
+      // 3 x retrain_per_baseline of them (each costs 2 x rounds measurements).
+      PickConfirm confirm;
+      const int rounds = config.latency.confirm_rounds;
+      if (rounds > 0) confirm = PickConfirmation(config, b, budget, scorer, latency, log);
+      const int max_confirms = 3 * options.retrain_per_baseline;
+      std::vector<CandidateResult> picks =
+          best_within_latency(scored, budget, options.retrain_per_baseline, floor, confirm, max_confirms);
       if (picks.empty()) {
         log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): no subnet within it" +
-            (floor > 0 ? " and above " + fmt("%.3f ms", floor) + " (retrain_band)" : std::string()));
+            (floor > 0 ? " and above " + fmt("%.3f ms", floor) + " (retrain_band)" : std::string()) +
+            (rounds > 0 ? " confirmed by " + std::to_string(rounds) + " back-to-back rounds (at most " +
+                              std::to_string(max_confirms) + " tried)"
+                        : std::string()));
       }
       for (size_t i = 0; i < picks.size(); ++i) {
         const CandidateResult& c = picks[i];

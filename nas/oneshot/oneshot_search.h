@@ -7,13 +7,17 @@
 // The `oneshot.retrain` best subnets of the inherited-weight Pareto front are then retrained
 // from scratch with the recipe (train_and_measure): their test accuracy and measured latency
 // are what the result reports, and their Pareto front is exported like the black-box search's.
-// With oneshot.screen_epochs, each baseline's picks are screened first: trained from scratch for
+// With latency.confirm_rounds, each baseline's picks must first stay no slower than it over that
+// many back-to-back rounds (a pick chosen by one noisy reading under the budget is the likeliest
+// to be slower than that reading: the winner's curse). With oneshot.screen_epochs, each
+// baseline's picks are screened next: trained from scratch for
 // a few epochs, ranked on the validation images, and only the best go on to the full retrain.
 //
 // Resuming: the supernet checkpoint (<output_dir>/supernet/supernet.tensors) skips finished
 // epochs, the subnet study resumes from the database, retrained subnets and baselines resume
 // from their training checkpoints (screening runs too: <output_dir>/screen/<subnet>).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,8 +35,16 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
 // architectures, best inherited top-1 first (ties keep their order in `scored`):
 // retrain_at_baselines' picks for one baseline (floor: oneshot.retrain_band x its latency), and
 // with an infinite budget the front's `retrain` winners.
+//
+// `confirm` (optional) is a further test, called in pick order on each candidate that passes the
+// budget, the floor and the repeat check, at most `max_confirms` times (0: no limit): the
+// back-to-back latency confirmation of latency.confirm_rounds, which may rewrite the candidate's
+// latency_ms with the confirmed figure. A candidate it rejects is skipped, and so is its
+// architecture under other trial numbers.
+using PickConfirm = std::function<bool(CandidateResult&)>;
 std::vector<CandidateResult> best_within_latency(std::vector<CandidateResult> scored, double budget_ms, int n,
-                                                 double floor_ms = 0);
+                                                 double floor_ms = 0, const PickConfirm& confirm = nullptr,
+                                                 int max_confirms = 0);
 
 // Appends to the retrain list the picks whose architecture it does not hold yet (a baseline's
 // pick may be a front winner, or the same architecture scored under another trial number);

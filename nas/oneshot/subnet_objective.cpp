@@ -16,6 +16,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// Writes the batch-1 subnet with its inherited weights to `path`; returns its parameter count.
+int64_t save_model(SupernetWeights& weights, const arch::Arch& a, const std::string& path) {
+  const std::shared_ptr<Model> one = weights.realize(a, false, 1);
+  const fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty()) fs::create_directories(dir);
+  save_xnn(*one, path);
+  return one->graph.parameter_count();
+}
+
 }  // namespace
 
 struct SubnetObjective::State {
@@ -55,16 +64,16 @@ CandidateResult SubnetObjective::score(const arch::Arch& a, const std::string& m
   validate_s_ = seconds_since(t_val);
   const auto t1 = Clock::now();
   // Latency and size of the batch-1 subnet with its inherited weights, as it would ship.
-  const std::shared_ptr<Model> one = state_->weights.realize(a, false, 1);
-  const fs::path dir = fs::path(model_path).parent_path();
-  if (!dir.empty()) fs::create_directories(dir);
-  save_xnn(*one, model_path);
+  c.params = save_model(state_->weights, a, model_path);
   c.latency_ms = latency_(model_path);
-  c.params = one->graph.parameter_count();
   c.size_bytes = static_cast<int64_t>(fs::file_size(model_path));
   fs::remove(model_path);
   latency_s_ = seconds_since(t1);
   return c;
+}
+
+void SubnetObjective::save_batch1_model(const arch::Arch& a, const std::string& model_path) {
+  save_model(state_->weights, a, model_path);
 }
 
 double SubnetObjective::validation_top1(const std::shared_ptr<Model>& model) const {

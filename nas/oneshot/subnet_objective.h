@@ -30,6 +30,9 @@ class SubnetObjective {
   // Scores `arch` (in search_config().space). The batch-1 model is written to `model_path` for
   // the latency source and removed afterwards. Deterministic but for the measured latency.
   CandidateResult score(const arch::Arch& arch, const std::string& model_path);
+  // Writes the batch-1 model of `arch` with its inherited weights to `model_path` (the model
+  // score() measures), for later latency comparisons.
+  void save_batch1_model(const arch::Arch& arch, const std::string& model_path);
   // Top-1 (0..1) of a trained model on the same held-out validation images score() uses (the
   // screening of short retrains ranks on them, never on the test set).
   double validation_top1(const std::shared_ptr<Model>& model) const;

@@ -343,3 +343,131 @@ TEST(OneshotSearch, BestScreenedKeepsTheBestValidationScoresInPickOrderOnTies) {
   EXPECT_EQ(names(best_screened(picks, screened, 9)), "bcad");
   EXPECT_THROW(best_screened({cand("z")}, screened, 1), Error);
 }
+
+// best_within_latency's confirmation: called in pick order on candidates that pass the budget,
+// a rejected architecture is skipped under every trial number, the confirmed latency replaces
+// the recorded one, and max_confirms bounds the calls.
+TEST(OneshotSearch, BestWithinLatencyConfirmsPicksInOrder) {
+  const auto cand = [](const char* name, double top1, double ms, const char* arch = nullptr) {
+    CandidateResult c;
+    c.name = name;
+    c.arch = arch ? arch : name;
+    c.top1 = top1;
+    c.latency_ms = ms;
+    return c;
+  };
+  // Inherited order: b (over budget), d, g (d's architecture), a, e, c, f.
+  const std::vector<CandidateResult> scored = {cand("a", 0.50, 0.030), cand("b", 0.52, 0.050), cand("c", 0.49, 0.020),
+                                               cand("d", 0.51, 0.040), cand("g", 0.51, 0.039, "d"),
+                                               cand("e", 0.50, 0.041), cand("f", 0.47, 0.010)};
+  const auto names = [](const std::vector<CandidateResult>& v) {
+    std::string s;
+    for (const CandidateResult& c : v) s += c.name;
+    return s;
+  };
+  std::string asked;
+  const PickConfirm reject_d = [&](CandidateResult& c) {
+    asked += c.name;
+    c.latency_ms *= 2;  // the confirmed figure
+    return c.arch != "d";
+  };
+  std::vector<CandidateResult> picks = best_within_latency(scored, 0.041, 2, 0, reject_d);
+  EXPECT_EQ(names(picks), "ae");
+  EXPECT_EQ(asked, "dae");  // g is d's architecture: not asked again
+  EXPECT_DOUBLE_EQ(picks[0].latency_ms, 0.060);
+  asked.clear();
+  EXPECT_EQ(names(best_within_latency(scored, 0.041, 3, 0, reject_d, 2)), "a");  // two calls: d, a
+  EXPECT_EQ(asked, "da");
+  asked.clear();
+  EXPECT_EQ(names(best_within_latency(scored, 0.041, 1, 0.035, reject_d)), "e");  // floor: c, f, a never asked
+  EXPECT_EQ(asked, "de");
+}
+
+// latency.confirm_rounds with retrain_at_baselines: each pick's model and the baseline's are
+// measured back to back; a pick slower over those rounds is dropped, the verdicts are kept for
+// a resumed search, and confirmed picks are retrained with their confirmed latency.
+TEST(OneshotSearch, PicksAreConfirmedBackToBackWithTheBaseline) {
+  const fs::path dir = fs::temp_directory_path() / ("oneshot_confirm_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const NasConfig config = load_nas_config(
+      std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
+      {"output.dir=" + (dir / "out").string(), "oneshot.retrain_at_baselines=true", "oneshot.retrain_per_baseline=2",
+       "latency.confirm_rounds=3"});
+  // Stand-in latency: the file's size, the baseline's probe 100x (every subnet is within its
+  // budget); with `inflate`, a model under a confirm/ folder 1000x (slower in every round).
+  bool inflate = true;
+  int confirm_calls = 0;
+  const LatencyFn latency = [&](const std::string& path) {
+    double ms = static_cast<double>(fs::file_size(path)) / 1e5;
+    if (path.find("untrained.xnn") != std::string::npos) ms *= 100;
+    if (path.find("/confirm/") != std::string::npos) {
+      ++confirm_calls;
+      if (inflate) ms *= 1000;
+    }
+    return ms;
+  };
+  std::vector<std::string> lines;
+  const train::ProgressFn log = [&](const std::string& l) { lines.push_back(l); };
+  const auto with_prefix = [&](const std::string& p) {
+    std::vector<std::string> out;
+    for (const std::string& l : lines) {
+      if (l.rfind(p, 0) == 0) out.push_back(l);
+    }
+    return out;
+  };
+  const auto line_with = [&](const std::string& text) -> std::string {
+    for (const std::string& l : lines) {
+      if (l.find(text) != std::string::npos) return l;
+    }
+    return "";
+  };
+  const fs::path verdicts = dir / "out" / "baselines" / "tiny_mobilenet" / "confirmed_picks.tsv";
+  const auto verdict_lines = [&] {
+    std::ifstream in(verdicts);
+    int n = 0;
+    for (std::string l; std::getline(in, l);) n += !l.empty();
+    return n;
+  };
+  Store store((dir / "nas.db").string());
+
+  // 1. Slower in every round: every candidate tried (at most 3 x 2) is dropped.
+  run_oneshot_search(config, store, latency, log);
+  const std::vector<std::string> confirms = with_prefix("confirm subnet_");
+  ASSERT_GE(confirms.size(), 1u);
+  EXPECT_LE(confirms.size(), 6u);
+  for (const std::string& l : confirms) {
+    EXPECT_NE(l.find(" vs tiny_mobilenet: latency ratio per round "), std::string::npos) << l;
+    EXPECT_NE(l.find(": slower, dropped"), std::string::npos) << l;
+  }
+  EXPECT_EQ(confirm_calls, 3 * static_cast<int>(confirms.size()));  // 3 rounds, the pick once per round
+  EXPECT_EQ(verdict_lines(), static_cast<int>(confirms.size()));
+  EXPECT_TRUE(fs::is_empty(verdicts.parent_path() / "confirm"));  // the measured models are removed
+  EXPECT_NE(line_with("no subnet within it confirmed by 3 back-to-back rounds"), "");
+
+  // 2. Resumed: the recorded verdicts decide, nothing is measured again.
+  lines.clear();
+  confirm_calls = 0;
+  run_oneshot_search(config, store, latency, log);
+  EXPECT_TRUE(with_prefix("confirm subnet_").empty());
+  EXPECT_EQ(confirm_calls, 0);
+  EXPECT_NE(line_with("no subnet within it confirmed"), "");
+
+  // 3. Verdicts forgotten, no slower in the rounds: the picks stay, with the confirmed ratio x
+  // the budget as their latency, and are retrained.
+  fs::remove(verdicts);
+  inflate = false;
+  lines.clear();
+  run_oneshot_search(config, store, latency, log);
+  const std::vector<std::string> kept = with_prefix("confirm subnet_");
+  ASSERT_GE(kept.size(), 1u);
+  for (const std::string& l : kept) EXPECT_NE(l.find(": kept"), std::string::npos) << l;
+  const std::string pick = line_with("its best subnet within it is ");
+  ASSERT_NE(pick, "");
+  const std::string key = "its best subnet within it is ";
+  const size_t at = pick.find(key) + key.size();
+  const std::string name = pick.substr(at, pick.find(' ', at) - at);
+  EXPECT_NE(line_with("confirm " + name + " vs tiny_mobilenet"), "");
+  EXPECT_NE(line_with("retrained " + name + ":"), "");
+  fs::remove_all(dir);
+}
