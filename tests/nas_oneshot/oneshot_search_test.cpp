@@ -19,6 +19,31 @@ namespace fs = std::filesystem;
 using namespace xnn;
 using namespace xnn::nas;
 
+namespace {
+
+CandidateResult cand(const char* name, double top1, double ms, const char* arch = nullptr) {
+  CandidateResult c;
+  c.name = name;
+  c.arch = arch ? arch : name;
+  c.top1 = top1;
+  c.latency_ms = ms;
+  return c;
+}
+
+// A scored pool for the pick rules: "g" is "d"'s architecture scored again under another trial.
+std::vector<CandidateResult> scored_pool() {
+  return {cand("a", 0.50, 0.030), cand("b", 0.52, 0.050), cand("c", 0.49, 0.020), cand("d", 0.51, 0.040),
+          cand("g", 0.51, 0.039, "d"), cand("e", 0.50, 0.041), cand("f", 0.47, 0.010)};
+}
+
+std::string names(const std::vector<CandidateResult>& v) {
+  std::string s;
+  for (const CandidateResult& c : v) s += c.name;
+  return s;
+}
+
+}  // namespace
+
 TEST(OneshotSearch, ReturnsAFrontOfExportedRetrainedModelsAndResumes) {
   const fs::path dir = fs::temp_directory_path() / ("oneshot_search_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -180,23 +205,7 @@ TEST(OneshotSearch, RetrainsTheBestSubnetWithinEachBaselinesLatency) {
 }
 
 TEST(OneshotSearch, BestWithinLatencyPicksByInheritedTop1UnderTheBudget) {
-  const auto cand = [](const char* name, double top1, double ms, const char* arch = nullptr) {
-    CandidateResult c;
-    c.name = name;
-    c.arch = arch ? arch : name;
-    c.top1 = top1;
-    c.latency_ms = ms;
-    return c;
-  };
-  // "g" is "d"'s architecture scored again under another trial: picked once.
-  const std::vector<CandidateResult> scored = {cand("a", 0.50, 0.030), cand("b", 0.52, 0.050), cand("c", 0.49, 0.020),
-                                               cand("d", 0.51, 0.040), cand("g", 0.51, 0.039, "d"),
-                                               cand("e", 0.50, 0.041), cand("f", 0.47, 0.010)};
-  const auto names = [](const std::vector<CandidateResult>& v) {
-    std::string s;
-    for (const CandidateResult& c : v) s += c.name;
-    return s;
-  };
+  const std::vector<CandidateResult> scored = scored_pool();
   EXPECT_EQ(names(best_within_latency(scored, 0.041, 1)), "d");      // b is over the budget
   EXPECT_EQ(names(best_within_latency(scored, 0.041, 3)), "dae");    // ties keep their order: a before e
   EXPECT_EQ(names(best_within_latency(scored, 0.041, 10)), "daecf");
@@ -333,11 +342,6 @@ TEST(OneshotSearch, BestScreenedKeepsTheBestValidationScoresInPickOrderOnTies) {
   };
   const std::vector<CandidateResult> picks = {cand("a"), cand("b"), cand("c"), cand("d")};
   const std::map<std::string, double> screened = {{"arch_a", 0.80}, {"arch_b", 0.85}, {"arch_c", 0.85}, {"arch_d", 0.70}};
-  const auto names = [](const std::vector<CandidateResult>& v) {
-    std::string s;
-    for (const CandidateResult& c : v) s += c.name;
-    return s;
-  };
   EXPECT_EQ(names(best_screened(picks, screened, 1)), "b");
   EXPECT_EQ(names(best_screened(picks, screened, 3)), "bca");
   EXPECT_EQ(names(best_screened(picks, screened, 9)), "bcad");
@@ -348,23 +352,7 @@ TEST(OneshotSearch, BestScreenedKeepsTheBestValidationScoresInPickOrderOnTies) {
 // a rejected architecture is skipped under every trial number, the confirmed latency replaces
 // the recorded one, and max_confirms bounds the calls.
 TEST(OneshotSearch, BestWithinLatencyConfirmsPicksInOrder) {
-  const auto cand = [](const char* name, double top1, double ms, const char* arch = nullptr) {
-    CandidateResult c;
-    c.name = name;
-    c.arch = arch ? arch : name;
-    c.top1 = top1;
-    c.latency_ms = ms;
-    return c;
-  };
-  // Inherited order: b (over budget), d, g (d's architecture), a, e, c, f.
-  const std::vector<CandidateResult> scored = {cand("a", 0.50, 0.030), cand("b", 0.52, 0.050), cand("c", 0.49, 0.020),
-                                               cand("d", 0.51, 0.040), cand("g", 0.51, 0.039, "d"),
-                                               cand("e", 0.50, 0.041), cand("f", 0.47, 0.010)};
-  const auto names = [](const std::vector<CandidateResult>& v) {
-    std::string s;
-    for (const CandidateResult& c : v) s += c.name;
-    return s;
-  };
+  const std::vector<CandidateResult> scored = scored_pool();  // inherited order: b, d, g, a, e, c, f
   std::string asked;
   const PickConfirm reject_d = [&](CandidateResult& c) {
     asked += c.name;
