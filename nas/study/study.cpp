@@ -112,11 +112,33 @@ Trial Study::decode(const TrialRecord& r) const {
   return t;
 }
 
+bool Study::enqueue(const TrialParams& params, bool skip_if_exists) {
+  const SearchSpace& space = strategy_->space();
+  std::string why;
+  if (!space.contains(params, &why)) throw Error("study '" + name_ + "': enqueued parameters: " + why);
+  if (skip_if_exists) {
+    const std::vector<double> key = space.canonical_key(params);
+    for (const Trial& t : trials()) {
+      if (t.state != TrialState::kFail && space.canonical_key(t.params) == key) return false;
+    }
+    for (const TrialParams& q : queue_) {
+      if (space.canonical_key(q) == key) return false;
+    }
+  }
+  queue_.push_back(params);
+  return true;
+}
+
 TrialContext Study::ask() {
   TrialRecord r = studies_.create_trial(study_id_);
   Trial t;
   t.number = r.number;
-  t.params = strategy_->ask(r.draw);
+  if (!queue_.empty()) {
+    t.params = std::move(queue_.front());
+    queue_.pop_front();
+  } else {
+    t.params = strategy_->ask(r.draw);
+  }
   const SearchSpace& space = strategy_->space();
   std::vector<StoredParam> stored;
   for (size_t i = 0; i < space.size(); ++i) {

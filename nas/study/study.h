@@ -13,6 +13,7 @@
 // next ask, and a study resumed after a crash continues exactly as an uninterrupted one (the
 // interrupted trial is asked again, as the next trial).
 #pragma once
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -85,6 +86,16 @@ class Study {
   void tell_pruned(TrialContext& trial);
   void tell_failed(TrialContext& trial, const std::string& error);
 
+  // Queues parameters for the next asks (Optuna's enqueue_trial): ask() takes the oldest queued
+  // set instead of the strategy's (the draw is used all the same), and the strategy is told the
+  // outcome like any other — a warm start from points known elsewhere. An Error names a
+  // parameter outside the space. With skip_if_exists, a set whose canonical form a trial of the
+  // study already has (one that did not fail) is not queued: the queue is not stored, so a
+  // resumed study is given the same sets again and takes only those it has not run. Returns
+  // whether the set was queued.
+  bool enqueue(const TrialParams& params, bool skip_if_exists = true);
+  size_t queued() const { return queue_.size(); }
+
   // Runs `n_trials` more trials one after another. An objective that throws TrialPruned ends
   // its trial PRUNED; any other exception, or values that are not finite or not one per
   // objective, end it FAIL with the message recorded, and the study goes on.
@@ -111,6 +122,7 @@ class Study {
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<Pruner> pruner_;
   int64_t study_id_ = 0;
+  std::deque<TrialParams> queue_;  // enqueue()d, asked first
 };
 
 }  // namespace xnn::nas

@@ -154,6 +154,74 @@ TEST_F(StudyTest, ResumingContinuesExactlyAsAnUninterruptedRun) {
   }
 }
 
+// enqueue (Optuna's enqueue_trial): queued sets are asked first, in order, with the draws they
+// take; a set the study already ran or holds in its queue is skipped unless asked otherwise; a
+// set outside the space is refused by name; a resumed study given the same sets runs exactly as
+// an uninterrupted one.
+TEST_F(StudyTest, EnqueuedParametersAreAskedFirstAndAResumedStudySkipsThoseItRan) {
+  const TrialParams p1 = {{"x1", 3.14159}, {"x2", 2.275}, {"op", std::string("dw")}, {"k", int64_t{3}}, {"lr", 0.01}};
+  const TrialParams p2 = {{"x1", -2.0}, {"x2", 9.0}, {"op", std::string("pool")}, {"k", int64_t{7}}, {"lr", 0.5}};
+  const auto evolution = [] {
+    AgingEvolutionOptions o;
+    o.population_size = 4;
+    o.sample_size = 2;
+    return std::make_unique<AgingEvolution>(mixed().space, kMin, 3, o);
+  };
+  Store store(db_);
+  {
+    Study s(store, "queued", evolution());
+    EXPECT_TRUE(s.enqueue(p1));
+    EXPECT_TRUE(s.enqueue(p2));
+    EXPECT_FALSE(s.enqueue(p1));  // already queued
+    EXPECT_EQ(s.queued(), 2u);
+    s.optimize(objective, 2);
+    EXPECT_EQ(s.queued(), 0u);
+    const std::vector<Trial> t = s.trials();
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_EQ(t[0].params, p1);
+    EXPECT_EQ(t[1].params, p2);
+    EXPECT_EQ(s.trial_records()[1].draw, 1);
+    EXPECT_FALSE(s.enqueue(p1));        // the study ran it
+    EXPECT_TRUE(s.enqueue(p1, false));  // unless asked to run it again
+    s.optimize(objective, 1);
+    EXPECT_EQ(s.trials()[2].params, p1);
+
+    TrialParams missing = p1;
+    missing.erase("k");
+    try {
+      s.enqueue(missing);
+      ADD_FAILURE() << "a set without 'k' was queued";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("study 'queued': enqueued parameters: parameter 'k' is missing"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  std::vector<std::pair<TrialParams, std::vector<double>>> straight, resumed;
+  {
+    Study s(store, "seeded-straight", evolution());
+    s.enqueue(p1);
+    s.enqueue(p2);
+    s.optimize(objective, 10);
+    straight = completed(s);
+  }
+  {
+    Study s(store, "seeded-resumed", evolution());
+    s.enqueue(p1);
+    s.enqueue(p2);
+    s.optimize(objective, 1);
+  }
+  {
+    Study s(store, "seeded-resumed", evolution());
+    EXPECT_FALSE(s.enqueue(p1));  // ran before the restart
+    EXPECT_TRUE(s.enqueue(p2));
+    s.optimize(objective, 9);
+    resumed = completed(s);
+  }
+  ASSERT_EQ(resumed.size(), straight.size());
+  for (size_t i = 0; i < straight.size(); ++i) EXPECT_EQ(resumed[i], straight[i]) << "trial " << i;
+}
+
 TEST_F(StudyTest, AProcessKilledMidTrialLeavesARunningTrialThatResumesAsFail) {
   std::vector<std::pair<TrialParams, std::vector<double>>> straight;
   {

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -289,8 +290,9 @@ TEST(OneshotSearch, ScreeningTrainsEachPickBrieflyAndRetrainsOnlyTheBest) {
   fs::remove_all(dir);
 }
 
-// trials_per_baseline: a study per baseline, top-1 under its latency, whose subnets join the
-// picks' pool; a resumed search continues it.
+// trials_per_baseline: a study per baseline, top-1 under its latency, seeded with the front
+// search's subnets nearest its cost, whose subnets join the picks' pool; a resumed search
+// continues it.
 TEST(OneshotSearch, EachBaselineGetsAStudyUnderItsLatency) {
   const fs::path dir = fs::temp_directory_path() / ("oneshot_target_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -315,6 +317,31 @@ TEST(OneshotSearch, EachBaselineGetsAStudyUnderItsLatency) {
   ASSERT_TRUE(target.has_value());
   const std::vector<TrialRecord> trials = studies.trials(target->id);
   ASSERT_EQ(trials.size(), 4u);
+
+  // Its first trials are the front search's subnets nearest the baseline's cost: min(a
+  // generation (3), half its trials (2)) of them, the most accurate within 1.25x its latency
+  // first, then the fastest, one per architecture.
+  EXPECT_EQ(count_prefix("baseline tiny_mobilenet: its study starts from 2 subnet(s) of the front search"), 1);
+  struct Scored {
+    double top1, ms;
+    std::string arch;
+  };
+  std::vector<Scored> near, rest;
+  for (const TrialRecord& r : studies.trials(studies.find_study("fmnist_oneshot_ci.subnets")->id)) {
+    if (r.state != TrialState::kComplete) continue;
+    const Scored x{r.values.at(0), std::stod(r.user_attrs.at("latency_ms")), r.user_attrs.at("arch")};
+    (x.ms <= 1.25 * budget ? near : rest).push_back(x);
+  }
+  std::stable_sort(near.begin(), near.end(), [](const Scored& a, const Scored& b) { return a.top1 > b.top1; });
+  std::stable_sort(rest.begin(), rest.end(), [](const Scored& a, const Scored& b) { return a.ms < b.ms; });
+  near.insert(near.end(), rest.begin(), rest.end());
+  std::vector<std::string> seeds;
+  for (const Scored& x : near) {
+    if (seeds.size() < 2 && std::find(seeds.begin(), seeds.end(), x.arch) == seeds.end()) seeds.push_back(x.arch);
+  }
+  ASSERT_EQ(seeds.size(), 2u);
+  EXPECT_EQ(trials[0].user_attrs.at("arch"), seeds[0]);
+  EXPECT_EQ(trials[1].user_attrs.at("arch"), seeds[1]);
   for (const TrialRecord& r : trials) {
     ASSERT_EQ(r.state, TrialState::kComplete);
     ASSERT_EQ(r.values.size(), 1u);  // top-1 only
@@ -330,6 +357,7 @@ TEST(OneshotSearch, EachBaselineGetsAStudyUnderItsLatency) {
   run_oneshot_search(config, store, latency, log);
   EXPECT_EQ(count_prefix("tiny_mobilenet_subnet_"), 0);
   EXPECT_EQ(count_prefix("resuming subnet study 'fmnist_oneshot_ci.subnets.tiny_mobilenet': 4 subnet(s) scored"), 1);
+  EXPECT_EQ(count_prefix("baseline tiny_mobilenet: its study starts from"), 0);  // both seeds ran
   fs::remove_all(dir);
 }
 
