@@ -379,8 +379,14 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
       StudyOptions target_options;
       target_options.objective_names = target.objectives;
       Study target_study(store, config.name + ".subnets." + b.name, make_strategy(target), nullptr, target_options);
-      const int seeds = seed_baseline_study(target_study, study, budget,
-                                            std::min(generation_size(config), options.trials_per_baseline / 2));
+      // A study that has run all its trials queues nothing (one run before seeding existed
+      // would otherwise be said to start from seeds it never runs).
+      SearchResult before;
+      const bool runs_more = count_finished_trials(target_study, before) < options.trials_per_baseline;
+      const int seeds =
+          runs_more ? seed_baseline_study(target_study, study, budget,
+                                          std::min(generation_size(config), options.trials_per_baseline / 2))
+                    : 0;
       if (seeds > 0) {
         log("baseline " + b.name + ": its study starts from " + std::to_string(seeds) +
             " subnet(s) of the front search nearest its latency");
