@@ -43,14 +43,25 @@ std::string names(const std::vector<CandidateResult>& v) {
   return s;
 }
 
+// An empty scratch folder of this process.
+fs::path fresh_dir(const std::string& prefix) {
+  const fs::path dir = fs::temp_directory_path() / (prefix + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The CI one-shot config writing under dir/out, with more overrides.
+NasConfig ci_config(const fs::path& dir, std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), "output.dir=" + (dir / "out").string());
+  return load_nas_config(std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml", overrides);
+}
+
 }  // namespace
 
 TEST(OneshotSearch, ReturnsAFrontOfExportedRetrainedModelsAndResumes) {
-  const fs::path dir = fs::temp_directory_path() / ("oneshot_search_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const NasConfig config = load_nas_config(std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
-                                           {"output.dir=" + (dir / "out").string()});
+  const fs::path dir = fresh_dir("oneshot_search");
+  const NasConfig config = ci_config(dir, {});
   const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
   std::vector<std::string> lines;
   const train::ProgressFn log = [&](const std::string& l) { lines.push_back(l); };
@@ -106,11 +117,8 @@ TEST(OneshotSearch, ReturnsAFrontOfExportedRetrainedModelsAndResumes) {
 // convolutions by expansion alone and the depthwise ones by kernel and expansion, and the search
 // scores and retrains subnets from it as from an unshared one.
 TEST(OneshotSearch, PointwiseSharedSupernetKeysOneByOnesByExpansion) {
-  const fs::path dir = fs::temp_directory_path() / ("oneshot_shared_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const NasConfig config = load_nas_config(std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
-                                           {"output.dir=" + (dir / "out").string(), "oneshot.sharing=pointwise"});
+  const fs::path dir = fresh_dir("oneshot_shared");
+  const NasConfig config = ci_config(dir, {"oneshot.sharing=pointwise"});
   const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
   std::vector<std::string> lines;
   Store store((dir / "nas.db").string());
@@ -143,11 +151,8 @@ TEST(OneshotSearch, PointwiseSharedSupernetKeysOneByOnesByExpansion) {
 // resumed search), and the best inherited-accuracy subnet within that latency is retrained
 // beside the accuracy winner; with a budget no subnet meets, none is added.
 TEST(OneshotSearch, RetrainsTheBestSubnetWithinEachBaselinesLatency) {
-  const fs::path dir = fs::temp_directory_path() / ("oneshot_baselines_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const NasConfig config = load_nas_config(std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
-                                           {"output.dir=" + (dir / "out").string(), "oneshot.retrain_at_baselines=true"});
+  const fs::path dir = fresh_dir("oneshot_baselines");
+  const NasConfig config = ci_config(dir, {"oneshot.retrain_at_baselines=true"});
   // Stand-in latency: the model file's size (the baseline's 3 stages against the subnets' 3-6 blocks).
   const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
   std::vector<std::string> lines;
@@ -230,15 +235,13 @@ TEST(OneshotSearch, BestWithinLatencyPicksByInheritedTop1UnderTheBudget) {
 // the validation images; only screen_keep go on to the full retrain, screened once per
 // architecture, and a resumed search re-uses the screens.
 TEST(OneshotSearch, ScreeningTrainsEachPickBrieflyAndRetrainsOnlyTheBest) {
-  const fs::path dir = fs::temp_directory_path() / ("oneshot_screen_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = fresh_dir("oneshot_screen");
   fs::create_directories(dir / "out" / "baselines" / "tiny_mobilenet");
   // Every subnet within the baseline's (recorded) latency, so the picks are the 3 best inherited.
   std::ofstream(dir / "out" / "baselines" / "tiny_mobilenet" / "untrained_latency_ms") << "1e9\n";
-  const NasConfig config = load_nas_config(
-      std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
-      {"output.dir=" + (dir / "out").string(), "oneshot.retrain=0", "oneshot.retrain_at_baselines=true",
-       "oneshot.retrain_per_baseline=3", "oneshot.screen_epochs=1", "oneshot.screen_keep=1", "train.epochs=2"});
+  const NasConfig config =
+      ci_config(dir, {"oneshot.retrain=0", "oneshot.retrain_at_baselines=true", "oneshot.retrain_per_baseline=3",
+                      "oneshot.screen_epochs=1", "oneshot.screen_keep=1", "train.epochs=2"});
   const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
   std::vector<std::string> lines;
   const train::ProgressFn log = [&](const std::string& l) { lines.push_back(l); };
@@ -294,12 +297,8 @@ TEST(OneshotSearch, ScreeningTrainsEachPickBrieflyAndRetrainsOnlyTheBest) {
 // search's subnets nearest its cost, whose subnets join the picks' pool; a resumed search
 // continues it.
 TEST(OneshotSearch, EachBaselineGetsAStudyUnderItsLatency) {
-  const fs::path dir = fs::temp_directory_path() / ("oneshot_target_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const NasConfig config = load_nas_config(
-      std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
-      {"output.dir=" + (dir / "out").string(), "oneshot.retrain_at_baselines=true", "oneshot.trials_per_baseline=4"});
+  const fs::path dir = fresh_dir("oneshot_target");
+  const NasConfig config = ci_config(dir, {"oneshot.retrain_at_baselines=true", "oneshot.trials_per_baseline=4"});
   const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
   std::vector<std::string> lines;
   const train::ProgressFn log = [&](const std::string& l) { lines.push_back(l); };
@@ -403,13 +402,9 @@ TEST(OneshotSearch, BestWithinLatencyConfirmsPicksInOrder) {
 // measured back to back; a pick slower over those rounds is dropped, the verdicts are kept for
 // a resumed search, and confirmed picks are retrained with their confirmed latency.
 TEST(OneshotSearch, PicksAreConfirmedBackToBackWithTheBaseline) {
-  const fs::path dir = fs::temp_directory_path() / ("oneshot_confirm_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const NasConfig config = load_nas_config(
-      std::string(XNN_SOURCE_DIR) + "/configs/nas/fmnist_oneshot_ci.yaml",
-      {"output.dir=" + (dir / "out").string(), "oneshot.retrain_at_baselines=true", "oneshot.retrain_per_baseline=2",
-       "latency.confirm_rounds=3"});
+  const fs::path dir = fresh_dir("oneshot_confirm");
+  const NasConfig config = ci_config(
+      dir, {"oneshot.retrain_at_baselines=true", "oneshot.retrain_per_baseline=2", "latency.confirm_rounds=3"});
   // Stand-in latency: the file's size, the baseline's probe 100x (every subnet is within its
   // budget); with `inflate`, a model under a confirm/ folder 1000x (slower in every round).
   bool inflate = true;
