@@ -190,8 +190,8 @@ double baseline_latency_ms(const NasConfig& config, const BaselineSpec& b, const
 // latency.confirm_rounds for one baseline's picks: a pick's batch-1 model (inherited weights)
 // and the baseline's untrained model measured back to back for `rounds` rounds; the pick stays
 // when the median ratio is <= 1, and its latency becomes median x budget. Verdicts are kept in
-// <output>/baselines/<name>/confirmed_picks.tsv (architecture, median ratio) so a resumed
-// search picks the same subnets without measuring again.
+// <output>/baselines/<name>/confirmed_picks.tsv (architecture, rounds, median ratio) so a
+// resumed search with the same rounds picks the same subnets without measuring again.
 class PickConfirmation {
  public:
   PickConfirmation(const NasConfig& config, const BaselineSpec& b, double budget_ms, SubnetObjective& scorer,
@@ -206,9 +206,10 @@ class PickConfirmation {
         log_(std::move(log)) {
     std::ifstream in(dir_ / "confirmed_picks.tsv");
     std::string arch;
+    int rounds = 0;
     double ratio = 0;
-    while (std::getline(in, arch, '\t') && in >> ratio) {
-      verdicts_[arch] = ratio;
+    while (std::getline(in, arch, '\t') && in >> rounds >> ratio) {
+      if (rounds == rounds_) verdicts_[arch] = ratio;  // another rounds setting measures again
       in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
     }
   }
@@ -225,7 +226,7 @@ class PickConfirmation {
       log_("confirm " + c.name + " vs " + baseline_ + ": latency ratio per round " + ratios + ", median " +
            fmt("%.3f", m.median_ratio) + (m.median_ratio <= 1 ? ": kept" : ": slower, dropped"));
       std::ofstream out(dir_ / "confirmed_picks.tsv", std::ios::app);
-      out << c.arch << '\t' << fmt("%.17g", m.median_ratio) << '\n';
+      out << c.arch << '\t' << rounds_ << '\t' << fmt("%.17g", m.median_ratio) << '\n';
       if (!out) throw Error("oneshot: cannot write " + (dir_ / "confirmed_picks.tsv").string());
       it = verdicts_.emplace(c.arch, m.median_ratio).first;
     }

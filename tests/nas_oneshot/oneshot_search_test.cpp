@@ -464,6 +464,16 @@ TEST(OneshotSearch, PicksAreConfirmedBackToBackWithTheBaseline) {
   EXPECT_EQ(confirm_calls, 0);
   EXPECT_NE(line_with("no subnet within it confirmed"), "");
 
+  // 2b. Another number of rounds: the recorded verdicts do not count, each pick is measured again.
+  const NasConfig five = ci_config(
+      dir, {"oneshot.retrain_at_baselines=true", "oneshot.retrain_per_baseline=2", "latency.confirm_rounds=5"});
+  lines.clear();
+  confirm_calls = 0;
+  run_oneshot_search(five, store, latency, log);
+  EXPECT_EQ(with_prefix("confirm subnet_").size(), confirms.size());
+  EXPECT_EQ(confirm_calls, 5 * static_cast<int>(confirms.size()));
+  EXPECT_EQ(verdict_lines(), 2 * static_cast<int>(confirms.size()));
+
   // 3. Verdicts forgotten, no slower in the rounds: the picks stay, with the confirmed ratio x
   // the budget as their latency, and are retrained.
   fs::remove(verdicts);
