@@ -16,7 +16,7 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
     throw Error(config.file + ": 'hyperparameters' are not searched with method oneshot (the supernet has one recipe)");
   }
   const config::YamlSection s(config.method_options, "oneshot", config.file,
-                              {"width", "epochs", "steps_per_path", "sharing", "validation_size", "bn_batches", "retrain",
+                              {"width", "epochs", "steps_per_path", "sharing", "split", "validation_size", "bn_batches", "retrain",
                                "retrain_at_baselines", "retrain_per_baseline", "retrain_band", "trials_per_baseline",
                                "screen_epochs", "screen_keep"});
   OneshotOptions o;
@@ -34,6 +34,12 @@ OneshotOptions parse_oneshot_options(const NasConfig& config) {
   std::string sharing = weight_sharing_name(o.sharing);
   s.read("sharing", sharing, "none, se or pointwise");
   if (!parse_weight_sharing(sharing, &o.sharing)) s.fail("sharing", "must be none, se or pointwise, got '" + sharing + "'");
+  std::string split = supernet_split_name(o.split);
+  s.read("split", split, "none or stem_stride");
+  if (!parse_supernet_split(split, &o.split)) s.fail("split", "must be none or stem_stride, got '" + split + "'");
+  if (o.split == SupernetSplit::kStemStride && config.space.stem_strides.size() < 2) {
+    s.fail("split", "stem_stride needs a space whose stem stride is a decision (stem: {stride: [1, 2]})");
+  }
   s.read("validation_size", o.validation_size, "an integer >= 1 (training images held out)");
   if (o.validation_size < 1) s.fail("validation_size", "must be >= 1");
   s.read("bn_batches", o.bn_batches, "an integer >= 1");

@@ -20,6 +20,11 @@ struct OneshotOptions {
   // expansion x SE), se (SE on/off share), pointwise (the 1x1 convolutions shared across
   // kernels and SE). Part of the checkpoint's fingerprint.
   WeightSharing sharing = WeightSharing::kNone;
+  // none: one supernet; stem_stride: one sub-supernet per stem stride (few-shot NAS,
+  // supernet_weights.h), each trained on every batch with a path of its own (so each gets the
+  // epochs a supernet of its paths alone would; a step costs the sum of the paths). Needs a space
+  // whose stem stride is a decision. Part of the checkpoint's fingerprint.
+  SupernetSplit split = SupernetSplit::kNone;
   int64_t validation_size = 5000;  // training images held out to score subnets (never trained on)
   int bn_batches = 8;           // training batches that re-calibrate a subnet's BatchNorm statistics
   int retrain = 2;              // front candidates (best inherited top-1 first) retrained from scratch;

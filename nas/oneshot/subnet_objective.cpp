@@ -30,8 +30,8 @@ int64_t save_model(SupernetWeights& weights, const arch::Arch& a, const std::str
 struct SubnetObjective::State {
   SupernetWeights weights;
   std::vector<data::Batch> calibration, validation;
-  State(const arch::SearchSpace& space, double width, uint64_t seed, WeightSharing sharing)
-      : weights(space, width, seed, sharing) {}
+  State(const arch::SearchSpace& space, double width, uint64_t seed, WeightSharing sharing, SupernetSplit split)
+      : weights(space, width, seed, sharing, split) {}
 };
 
 SubnetObjective::SubnetObjective(const NasConfig& config, const LatencyFn& latency, const train::ProgressFn& progress)
@@ -39,7 +39,8 @@ SubnetObjective::SubnetObjective(const NasConfig& config, const LatencyFn& laten
   const train::TrainConfig& recipe = config.recipe;
   const auto t0 = Clock::now();
   const SupernetData data = load_supernet_data(recipe, options_.validation_size);
-  state_ = std::make_unique<State>(config.space, options_.width, config.seed, options_.sharing);
+  state_ = std::make_unique<State>(config.space, options_.width, config.seed, options_.sharing,
+                                   options_.split);
   const std::string checkpoint = (fs::path(config.output_dir) / "supernet" / "supernet.tensors").string();
   trained_ = train_supernet(state_->weights, data.train, recipe, options_, config.seed, checkpoint, progress);
   supernet_s_ = seconds_since(t0);

@@ -44,6 +44,7 @@ int64_t fingerprint(const SupernetWeights& w, const train::TrainConfig& r, const
                   fmt("%.6g", r.mean) + " std " + fmt("%.6g", r.std) + " " + optimizer + " " + schedule;
   // Appended only when on, so the checkpoints of unshared supernets keep their fingerprint.
   if (w.sharing() != WeightSharing::kNone) s += std::string(" sharing ") + weight_sharing_name(w.sharing());
+  if (w.split() != SupernetSplit::kNone) s += std::string(" split ") + supernet_split_name(w.split());
   const arch::SearchSpace& sp = w.space();
   s += " space " + std::to_string(sp.in_channels) + "/" + std::to_string(sp.classes) + "/" +
        std::to_string(sp.stem_channels) + sp.stem_activation + "/" + std::to_string(sp.head_channels) + sp.head_activation;
@@ -95,11 +96,14 @@ SupernetData load_supernet_data(const train::TrainConfig& recipe, int64_t valida
   return d;
 }
 
-arch::Arch sample_path(const SupernetWeights& weights, uint64_t seed, int64_t draw) {
+arch::Arch sample_path(const SupernetWeights& weights, uint64_t seed, int64_t draw, int64_t stem_stride) {
   arch::SearchSpace space = weights.space();
   space.width_multipliers = {weights.width()};
+  if (stem_stride > 0) space.stem_strides = {stem_stride};
   std::mt19937_64 rng = derive_rng(seed, static_cast<uint64_t>(draw), 0x5905);
-  return arch::sample_arch(space, rng);
+  arch::Arch a = arch::sample_arch(space, rng);
+  if (stem_stride > 0) a.stem_stride = arch::canonical_stem_stride(weights.space(), stem_stride);
+  return a;
 }
 
 SupernetTrainResult train_supernet(SupernetWeights& weights, const data::Dataset& train, const train::TrainConfig& recipe,
@@ -136,6 +140,10 @@ SupernetTrainResult train_supernet(SupernetWeights& weights, const data::Dataset
     throw Error(std::string("supernet: the weight store shares '") + weight_sharing_name(weights.sharing()) +
                 "', the options ask for '" + weight_sharing_name(options.sharing) + "'");
   }
+  if (weights.split() != options.split) {
+    throw Error(std::string("supernet: the weight store is split by '") + supernet_split_name(weights.split()) +
+                "', the options ask for '" + supernet_split_name(options.split) + "'");
+  }
   const int64_t print = fingerprint(weights, recipe, options, seed, train.count, opt->describe(), schedule->describe());
 
   SupernetTrainResult result;
@@ -170,11 +178,18 @@ SupernetTrainResult train_supernet(SupernetWeights& weights, const data::Dataset
     log("supernet: " + std::to_string(train.count) + " training images, " + std::to_string(per_epoch) + " steps/epoch x " +
         std::to_string(options.epochs) + " epochs, a new path every " + std::to_string(options.steps_per_path) +
         " step(s), width " + fmt("%.10g", weights.width()) + ", block weights shared: " +
-        weight_sharing_name(weights.sharing()) + ", " + opt->describe() + ", " + schedule->describe() + ", " +
+        weight_sharing_name(weights.sharing()) +
+        (weights.split() == SupernetSplit::kNone ? std::string()
+                                                 : ", one sub-supernet per stem stride (" +
+                                                       std::to_string(weights.groups().size()) + ", each every batch)") +
+        ", " + opt->describe() + ", " + schedule->describe() + ", " +
         std::to_string(recipe.threads) + " thread(s)");
   }
 
-  std::unique_ptr<train::TrainingSession> session;
+  // One session per sub-supernet (one in all unless split), each on its current path.
+  const std::vector<int64_t> groups = weights.groups();
+  const int64_t group_count = static_cast<int64_t>(groups.size());
+  std::vector<std::unique_ptr<train::TrainingSession>> sessions(groups.size());
   // A path's first step also prepares its session's plan (shapes, allocation): timed apart.
   std::vector<double> switch_ms, first_step_ms, step_ms;
   const auto t_all = Clock::now();
@@ -184,32 +199,40 @@ SupernetTrainResult train_supernet(SupernetWeights& weights, const data::Dataset
     data::Batch b;
     double loss_sum = 0;
     int64_t correct = 0, seen = 0, steps = 0;
+    std::vector<int64_t> group_correct(groups.size(), 0), group_seen(groups.size(), 0);
     while (loader.next(b)) {
-      const bool new_path = !session || step % options.steps_per_path == 0;
-      if (new_path) {
+      const bool new_path = !sessions[0] || step % options.steps_per_path == 0;
+      const double lr = schedule->lr_at(step);
+      for (size_t g = 0; g < groups.size(); ++g) {
+        std::unique_ptr<train::TrainingSession>& session = sessions[g];
+        if (new_path) {
+          const auto s0 = Clock::now();
+          session.reset();  // its model's tensors alias the store: nothing to copy back
+          const int64_t draw = (step / options.steps_per_path) * group_count + static_cast<int64_t>(g);
+          const arch::Arch path = sample_path(weights, seed, draw, groups[g]);
+          session = std::make_unique<train::TrainingSession>(
+              weights.realize(path, true, 0), train::TrainingOptions{recipe.threads, seed + static_cast<uint64_t>(step * group_count) + g,
+                                                                     recipe.label_smoothing});
+          switch_ms.push_back(ms_since(s0));
+          ++result.paths;
+        }
         const auto s0 = Clock::now();
-        session.reset();  // its model's tensors alias the store: nothing to copy back
-        const arch::Arch path = sample_path(weights, seed, step / options.steps_per_path);
-        session = std::make_unique<train::TrainingSession>(
-            weights.realize(path, true, 0), train::TrainingOptions{recipe.threads, seed + static_cast<uint64_t>(step),
-                                                                   recipe.label_smoothing});
-        switch_ms.push_back(ms_since(s0));
-        ++result.paths;
+        const train::StepResult r = session->train_step(b.images, b.labels);
+        if (!std::isfinite(r.loss)) {
+          throw Error("supernet training diverged: loss is " + std::to_string(r.loss) + " at step " +
+                      std::to_string(step) + " (lower the lr or set optimizer.clip_grad_norm)");
+        }
+        if (recipe.clip_grad_norm > 0) train::clip_grad_norm(session->parameters(), recipe.clip_grad_norm);
+        opt->step(session->parameters(), lr);
+        (new_path ? first_step_ms : step_ms).push_back(ms_since(s0));
+        loss_sum += r.loss * static_cast<double>(r.count);
+        correct += r.correct;
+        seen += r.count;
+        group_correct[g] += r.correct;
+        group_seen[g] += r.count;
       }
-      const auto s0 = Clock::now();
-      const train::StepResult r = session->train_step(b.images, b.labels);
-      if (!std::isfinite(r.loss)) {
-        throw Error("supernet training diverged: loss is " + std::to_string(r.loss) + " at step " + std::to_string(step) +
-                    " (lower the lr or set optimizer.clip_grad_norm)");
-      }
-      if (recipe.clip_grad_norm > 0) train::clip_grad_norm(session->parameters(), recipe.clip_grad_norm);
-      opt->step(session->parameters(), schedule->lr_at(step));
-      (new_path ? first_step_ms : step_ms).push_back(ms_since(s0));
       ++step;
       ++steps;
-      loss_sum += r.loss * static_cast<double>(r.count);
-      correct += r.correct;
-      seen += r.count;
       if (recipe.log_every > 0 && steps % recipe.log_every == 0) {
         log("supernet epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options.epochs) + " step " +
             std::to_string(steps) + "/" + std::to_string(per_epoch) + "  loss " +
@@ -218,15 +241,26 @@ SupernetTrainResult train_supernet(SupernetWeights& weights, const data::Dataset
             fmt("%.0f img/s", static_cast<double>(seen) / (ms_since(t0) / 1000.0)));
       }
     }
-    session.reset();
+    for (auto& session : sessions) session.reset();
     save_checkpoint(checkpoint_path, weights, *opt, print, epoch + 1, step);
     ++result.epochs_run;
     const double secs = ms_since(t0) / 1000.0;
+    std::string per_group;
+    if (group_count > 1) {
+      for (size_t g = 0; g < groups.size(); ++g) {
+        per_group += std::string(g == 0 ? " (" : ", ") + "stem stride " + std::to_string(groups[g]) + " " +
+                     fmt("%.2f%%", group_seen[g] ? 100.0 * static_cast<double>(group_correct[g]) /
+                                                       static_cast<double>(group_seen[g])
+                                                 : 0.0);
+      }
+      per_group += ")";
+    }
     log("supernet epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options.epochs) + ": train loss " +
         fmt("%.4f", seen ? loss_sum / static_cast<double>(seen) : 0.0) + ", train acc " +
-        fmt("%.2f%%", seen ? 100.0 * static_cast<double>(correct) / static_cast<double>(seen) : 0.0) + " (sampled paths), " +
-        fmt("%.1f s", secs) + ", " + fmt("%.0f img/s", static_cast<double>(seen) / secs) + "; medians: path switch " +
-        fmt("%.1f ms", median(switch_ms)) + ", its first step " + fmt("%.1f ms", median(first_step_ms)) +
+        fmt("%.2f%%", seen ? 100.0 * static_cast<double>(correct) / static_cast<double>(seen) : 0.0) + " (sampled paths" +
+        per_group + "), " + fmt("%.1f s", secs) + ", " + fmt("%.0f img/s", static_cast<double>(seen) / secs) +
+        "; medians: path switch " + fmt("%.1f ms", median(switch_ms)) + ", its first step " +
+        fmt("%.1f ms", median(first_step_ms)) +
         (step_ms.empty() ? std::string() : ", later steps " + fmt("%.1f ms", median(step_ms))));
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - t_all).count();

@@ -14,6 +14,10 @@
 // the medians of the switch, of a path's first step and of later steps, so steps_per_path can
 // be sized (configs/nas/fmnist_oneshot.yaml records the figures).
 //
+// A split store (SupernetSplit::kStemStride): every batch trains one path of each sub-supernet
+// in turn (path draws numbered step x groups + group), so each sub-supernet gets every batch,
+// as if trained alone for the same epochs; the epoch lines add each one's train accuracy.
+//
 // Checkpoint: after every epoch the store, the optimiser state and the epoch count are written
 // to one tensor file; a rerun resumes after the last finished epoch (the data order and the
 // paths depend only on the seed, epoch and step), and a finished supernet is loaded, not
@@ -40,8 +44,9 @@ struct SupernetData {
 SupernetData load_supernet_data(const train::TrainConfig& recipe, int64_t validation_size);
 
 // Path number `draw`: uniform over the supernet's architectures (every resolution, its width),
-// a function of (seed, draw) only.
-arch::Arch sample_path(const SupernetWeights& weights, uint64_t seed, int64_t draw);
+// a function of (seed, draw) only. With `stem_stride` > 0 (a sub-supernet of a split store),
+// uniform over the architectures with that stem stride.
+arch::Arch sample_path(const SupernetWeights& weights, uint64_t seed, int64_t draw, int64_t stem_stride = 0);
 
 struct SupernetTrainResult {
   int epochs_run = 0;          // by this process

@@ -51,6 +51,20 @@ bool parse_weight_sharing(const std::string& name, WeightSharing* out) {
   return false;
 }
 
+const char* supernet_split_name(SupernetSplit split) {
+  return split == SupernetSplit::kStemStride ? "stem_stride" : "none";
+}
+
+bool parse_supernet_split(const std::string& name, SupernetSplit* out) {
+  for (SupernetSplit s : {SupernetSplit::kNone, SupernetSplit::kStemStride}) {
+    if (name == supernet_split_name(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string supernet_key(const arch::Arch& arch, const std::string& name, WeightSharing sharing) {
   size_t s = 0, b = 0, len = 0;
   if (!parse_block_prefix(name, &s, &b, &len)) return name;
@@ -67,11 +81,26 @@ std::string supernet_key(const arch::Arch& arch, const std::string& name, Weight
   return name.substr(0, len - 1) + "/" + choice + "/" + rest;
 }
 
-SupernetWeights::SupernetWeights(arch::SearchSpace space, double width, uint64_t seed, WeightSharing sharing)
-    : space_(std::move(space)), width_(width), seed_(seed), sharing_(sharing) {
+SupernetWeights::SupernetWeights(arch::SearchSpace space, double width, uint64_t seed, WeightSharing sharing,
+                                 SupernetSplit split)
+    : space_(std::move(space)), width_(width), seed_(seed), sharing_(sharing), split_(split) {
   bool found = false;
   for (double w : space_.width_multipliers) found = found || w == width;
   if (!found) throw Error("supernet: width " + std::to_string(width) + " is not one of the space's width multipliers");
+}
+
+std::vector<int64_t> SupernetWeights::groups() const {
+  if (split_ == SupernetSplit::kStemStride) return space_.stem_strides;
+  return {0};
+}
+
+std::string SupernetWeights::key(const arch::Arch& arch, const std::string& name) const {
+  if (split_ == SupernetSplit::kNone) return supernet_key(arch, name, sharing_);
+  std::string k = "s";
+  k += std::to_string(arch::stem_stride(space_, arch));
+  k += '/';
+  k += supernet_key(arch, name, sharing_);
+  return k;
 }
 
 std::shared_ptr<Model> SupernetWeights::realize(const arch::Arch& arch, bool share, int64_t batch) {
@@ -82,7 +111,7 @@ std::shared_ptr<Model> SupernetWeights::realize(const arch::Arch& arch, bool sha
   std::shared_ptr<Model> model = arch::build_arch_model(space_, arch, seed_, batch);
   for (Value& v : model->graph.values) {
     if (!stored_kind(v)) continue;
-    const std::string key = supernet_key(arch, v.name, sharing_);
+    const std::string key = this->key(arch, v.name);
     auto it = tensors_.find(key);
     if (it == tensors_.end()) {
       it = tensors_.emplace(key, *v.data).first;

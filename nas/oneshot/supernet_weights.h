@@ -23,6 +23,13 @@
 //              shared by every kernel size and SE switch of the same expansion (6x the updates).
 // Shapes agree by construction, so paths still alias the store without copies.
 //
+// Splitting (few-shot NAS, Zhao et al. 2021). One supernet over very different subnets couples
+// them: measured here (nas/README.md, 2026-12-07), the stride-2-stem paths of a supernet over both
+// stem strides scored 81.7% inherited against 84.8% in a supernet of those paths alone, because
+// every block tensor also served the 4x larger feature maps of the stride-1 paths. With
+// SupernetSplit::kStemStride every key (stem, blocks, head, classifier) is prefixed "s<stride>/":
+// one sub-supernet per stem stride, the paths of each stride alias only their own tensors.
+//
 // Width. The supernet has ONE width multiplier: channel counts (and so every shape) depend on
 // it, and slicing the widest tensors (OFA-style) would couple the widths' training in ways SPOS
 // does not study; a fixed width keeps every stored tensor exactly the shape its path builds.
@@ -46,6 +53,12 @@ const char* weight_sharing_name(WeightSharing sharing);
 // The sharing named `name`; false when it is not one of those.
 bool parse_weight_sharing(const std::string& name, WeightSharing* out);
 
+enum class SupernetSplit { kNone, kStemStride };
+// "none", "stem_stride".
+const char* supernet_split_name(SupernetSplit split);
+// The split named `name`; false when it is not one of those.
+bool parse_supernet_split(const std::string& name, SupernetSplit* out);
+
 // The store key of an initialiser named `name` in the model of `arch` (see above).
 std::string supernet_key(const arch::Arch& arch, const std::string& name, WeightSharing sharing = WeightSharing::kNone);
 
@@ -53,12 +66,19 @@ class SupernetWeights {
  public:
   // The supernet of `space` at width `width` (one of the space's width multipliers); fresh
   // tensors take the initial values of the first path that uses them (build_arch_model from
-  // `seed`). `sharing` keys the block tensors (see above).
-  SupernetWeights(arch::SearchSpace space, double width, uint64_t seed, WeightSharing sharing = WeightSharing::kNone);
+  // `seed`). `sharing` keys the block tensors, `split` divides the store into sub-supernets (see above).
+  SupernetWeights(arch::SearchSpace space, double width, uint64_t seed, WeightSharing sharing = WeightSharing::kNone,
+                  SupernetSplit split = SupernetSplit::kNone);
 
   const arch::SearchSpace& space() const { return space_; }
   double width() const { return width_; }
   WeightSharing sharing() const { return sharing_; }
+  SupernetSplit split() const { return split_; }
+  // The sub-supernets' stem strides (kStemStride: the space's stem strides), or {0} unsplit: one
+  // supernet over every stem stride.
+  std::vector<int64_t> groups() const;
+  // The store key of initialiser `name` in the model of `arch`: supernet_key with the split's prefix.
+  std::string key(const arch::Arch& arch, const std::string& name) const;
 
   // The model of `arch` (which must have the supernet's width) with its stored tensors. With
   // `share`, the model's initialisers alias the store (training updates it) and are renamed to
@@ -79,6 +99,7 @@ class SupernetWeights {
   double width_;
   uint64_t seed_;
   WeightSharing sharing_;
+  SupernetSplit split_;
   std::map<std::string, Tensor> tensors_;
 };
 

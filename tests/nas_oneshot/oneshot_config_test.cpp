@@ -44,6 +44,7 @@ TEST(OneshotConfig, DefaultsComeFromTheSpaceAndRecipe) {
   EXPECT_EQ(o.retrain, 2);
   EXPECT_FALSE(o.retrain_at_baselines);
   EXPECT_EQ(o.sharing, WeightSharing::kNone);  // SPOS: one weight set per choice
+  EXPECT_EQ(o.split, SupernetSplit::kNone);     // one supernet
 }
 
 TEST(OneshotConfig, ReadsEveryKey) {
@@ -124,6 +125,11 @@ TEST(OneshotConfig, ErrorsNameFileLineColumnAndKey) {
   EXPECT_NE(e.find("'oneshot.screen_epochs' must be >= 0"), std::string::npos) << e;
   e = error_of("oneshot: {sharing: kernels}\n");
   EXPECT_NE(e.find(kFile + ":4:20: 'oneshot.sharing' must be none, se or pointwise, got 'kernels'"), std::string::npos) << e;
+  e = error_of("oneshot: {split: stages}\n");
+  EXPECT_NE(e.find(kFile + ":4:18: 'oneshot.split' must be none or stem_stride, got 'stages'"), std::string::npos) << e;
+  e = error_of("oneshot: {split: stem_stride}\n");  // the tiny space's stem stride is fixed
+  EXPECT_NE(e.find(kFile + ":4:18: 'oneshot.split' stem_stride needs a space whose stem stride is a decision"),
+            std::string::npos) << e;
   e = error_of("oneshot: {bn_batches: -1}\n");
   EXPECT_NE(e.find(kFile + ":4:23: 'oneshot.bn_batches' must be >= 1"), std::string::npos) << e;
 }

@@ -98,6 +98,69 @@ TEST(SupernetTraining, TrainsCheckpointsAndReloadsAFinishedSupernet) {
   fs::remove_all(dir);
 }
 
+TEST(SupernetTraining, SplitSupernetTrainsAPathOfEachStemStrideOnEveryBatch) {
+  const fs::path dir = fs::temp_directory_path() / ("oneshot_split_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string checkpoint = (dir / "supernet.tensors").string();
+  const data::Dataset train = random_dataset(64);
+  train::TrainConfig recipe;
+  recipe.batch_size = 16;
+  recipe.prefetch = 0;
+  recipe.log_every = 0;
+  OneshotOptions options;
+  options.width = 0.5;
+  options.epochs = 1;
+  options.split = SupernetSplit::kStemStride;
+  arch::SearchSpace space = space_at_28();
+  space.stem_strides = {2, 1};
+
+  // Each sub-supernet samples only paths of its stride.
+  SupernetWeights probe(space, 0.5, 1, WeightSharing::kNone, SupernetSplit::kStemStride);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(arch::stem_stride(space, sample_path(probe, 5, i, 1)), 1);
+    EXPECT_EQ(arch::stem_stride(space, sample_path(probe, 5, i, 2)), 2);
+  }
+  // The first step's paths (draws 0 and 1), realised before training to keep the initial values.
+  SupernetWeights initial(space, 0.5, 1, WeightSharing::kNone, SupernetSplit::kStemStride);
+  initial.realize(sample_path(initial, 5, 0, 2), true);
+  initial.realize(sample_path(initial, 5, 1, 1), true);
+
+  SupernetWeights w(space, 0.5, 1, WeightSharing::kNone, SupernetSplit::kStemStride);
+  std::vector<std::string> lines;
+  const SupernetTrainResult r =
+      train_supernet(w, train, recipe, options, 5, checkpoint, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(r.steps, 4);  // batches: each trains a path of both strides
+  EXPECT_EQ(r.paths, 8);
+  for (const std::string key : {"s1/stem.conv.weight", "s2/stem.conv.weight", "s1/classifier.weight", "s2/classifier.weight"}) {
+    ASSERT_NE(w.find(key), nullptr) << key;
+    ASSERT_NE(initial.find(key), nullptr) << key;
+    EXPECT_NE(values(*w.find(key)), values(*initial.find(key))) << key;  // both sub-supernets trained
+  }
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("one sub-supernet per stem stride (2, each every batch)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("(sampled paths (stem stride 2 "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find(", stem stride 1 "), std::string::npos) << lines[1];
+
+  // An unsplit supernet of the same space refuses the split checkpoint, and store and options must agree.
+  OneshotOptions unsplit = options;
+  unsplit.split = SupernetSplit::kNone;
+  SupernetWeights plain(space, 0.5, 1);
+  try {
+    train_supernet(plain, train, recipe, unsplit, 5, checkpoint, nullptr);
+    FAIL() << "a split checkpoint must be refused for an unsplit supernet";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another configuration"), std::string::npos) << e.what();
+  }
+  try {
+    train_supernet(plain, train, recipe, options, 5, checkpoint, nullptr);
+    FAIL() << "an unsplit store trained with split options must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("split by 'none', the options ask for 'stem_stride'"), std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(SupernetTraining, HeldOutValidationComesAfterTheTrainingImages) {
   train::TrainConfig recipe;
   recipe.train_limit = 300;

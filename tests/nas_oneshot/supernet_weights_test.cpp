@@ -104,6 +104,55 @@ TEST(SupernetWeights, PointwiseSharingAliasesTheOneByOnesAcrossKernelsAndSe) {
   EXPECT_LT(w.size(), unshared.size());
 }
 
+TEST(SupernetWeights, SplitByStemStrideGivesEachStrideItsOwnTensors) {
+  SupernetSplit parsed = SupernetSplit::kNone;
+  EXPECT_TRUE(parse_supernet_split("stem_stride", &parsed));
+  EXPECT_EQ(parsed, SupernetSplit::kStemStride);
+  EXPECT_STREQ(supernet_split_name(parsed), "stem_stride");
+  EXPECT_FALSE(parse_supernet_split("stride", &parsed));
+
+  arch::SearchSpace space = tiny_space();
+  space.stem_strides = {2, 1};  // the default 2 first, as `stem: {stride: [2, 1]}` would read
+  // The same blocks behind a stride-2 (default) and a stride-1 stem.
+  const arch::Arch s2 = arch::parse_arch("r28-w0.5|k3e3.relu|k3e1.relu|k3e1.relu");
+  const arch::Arch s1 = arch::parse_arch("r28-w0.5-s1|k3e3.relu|k3e1.relu|k3e1.relu");
+
+  SupernetWeights one(space, 0.5, 7, WeightSharing::kPointwise);
+  EXPECT_EQ(one.groups(), std::vector<int64_t>{0});
+  auto one_s2 = one.realize(s2, true);
+  auto one_s1 = one.realize(s1, true);
+  const int shared_a = one_s2->graph.find_value("stem.conv.weight"), shared_b = one_s1->graph.find_value("stem.conv.weight");
+  ASSERT_GE(shared_a, 0);
+  ASSERT_GE(shared_b, 0);
+  EXPECT_EQ(one_s2->graph.value(shared_a).data->raw(), one_s1->graph.value(shared_b).data->raw());  // unsplit: aliased
+
+  SupernetWeights split(space, 0.5, 7, WeightSharing::kPointwise, SupernetSplit::kStemStride);
+  EXPECT_EQ(split.split(), SupernetSplit::kStemStride);
+  EXPECT_EQ(split.groups(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(split.key(s1, "stage0.block0.expand.conv.weight"), "s1/stage0.block0/e3/expand.conv.weight");
+  EXPECT_EQ(split.key(s2, "classifier.bias"), "s2/classifier.bias");
+  auto model_s2 = split.realize(s2, true);
+  auto model_s1 = split.realize(s1, true);
+  EXPECT_EQ(split.size(), 2 * one.size());  // every tensor twice: stem, blocks, head, classifier
+  for (const std::string key : {"stem.conv.weight", "stage0.block0/e3/project.conv.weight", "classifier.weight"}) {
+    ASSERT_NE(split.find("s2/" + key), nullptr) << key;
+    ASSERT_NE(split.find("s1/" + key), nullptr) << key;
+    EXPECT_EQ(split.find(key), nullptr) << key;
+  }
+  const std::vector<float> s1_stem = values(*split.find("s1/stem.conv.weight"));
+  const std::vector<float> s1_project = values(*split.find("s1/stage0.block0/e3/project.conv.weight"));
+  const std::vector<float> s2_project = values(*split.find("s2/stage0.block0/e3/project.conv.weight"));
+  train_one_step(model_s2);
+  EXPECT_NE(values(*split.find("s2/stage0.block0/e3/project.conv.weight")), s2_project);  // trained
+  EXPECT_EQ(values(*split.find("s1/stage0.block0/e3/project.conv.weight")), s1_project);  // the other stride's own
+  EXPECT_EQ(values(*split.find("s1/stem.conv.weight")), s1_stem);
+  // An independent copy of a stride-1 subnet carries the stride-1 tensors.
+  auto copy = split.realize(s1, false, 1);
+  const int v = copy->graph.find_value("stage0.block0.project.conv.weight");
+  ASSERT_GE(v, 0);
+  EXPECT_EQ(values(*copy->graph.value(v).data), s1_project);
+}
+
 TEST(SupernetWeights, PathsSharingAChoiceSeeTheSameTensorsAfterAnUpdate) {
   SupernetWeights w(tiny_space(), 0.5, 7);
   // Same stage0 block (k3e3), different stage1 block (kernel 3 vs 5).
