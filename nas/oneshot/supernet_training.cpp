@@ -248,12 +248,11 @@ SupernetTrainResult train_supernet(SupernetWeights& weights, const data::Dataset
     std::string per_group;
     if (group_count > 1) {
       for (size_t g = 0; g < groups.size(); ++g) {
-        per_group += std::string(g == 0 ? " (" : ", ") + "stem stride " + std::to_string(groups[g]) + " " +
+        per_group += std::string(g == 0 ? "; " : ", ") + "stem stride " + std::to_string(groups[g]) + ": " +
                      fmt("%.2f%%", group_seen[g] ? 100.0 * static_cast<double>(group_correct[g]) /
                                                        static_cast<double>(group_seen[g])
                                                  : 0.0);
       }
-      per_group += ")";
     }
     log("supernet epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options.epochs) + ": train loss " +
         fmt("%.4f", seen ? loss_sum / static_cast<double>(seen) : 0.0) + ", train acc " +

@@ -138,8 +138,8 @@ TEST(SupernetTraining, SplitSupernetTrainsAPathOfEachStemStrideOnEveryBatch) {
   }
   ASSERT_GE(lines.size(), 2u);
   EXPECT_NE(lines[0].find("one sub-supernet per stem stride (2, each every batch)"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find("(sampled paths (stem stride 2 "), std::string::npos) << lines[1];
-  EXPECT_NE(lines[1].find(", stem stride 1 "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("(sampled paths; stem stride 2: "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("%, stem stride 1: "), std::string::npos) << lines[1];
 
   // An unsplit supernet of the same space refuses the split checkpoint, and store and options must agree.
   OneshotOptions unsplit = options;
