@@ -35,17 +35,29 @@ data::Dataset random_dataset(int64_t count) {
 
 std::vector<float> values(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.numel()}; }
 
-}  // namespace
-
-TEST(SupernetTraining, TrainsCheckpointsAndReloadsAFinishedSupernet) {
-  const fs::path dir = fs::temp_directory_path() / ("oneshot_supernet_" + std::to_string(::getpid()));
+// A fresh scratch folder for a test's checkpoint.
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  const std::string checkpoint = (dir / "supernet.tensors").string();
-  const data::Dataset train = random_dataset(64);
+  return dir;
+}
+
+// Batches of 16 (64 random images: 4 steps an epoch), no prefetch thread, no step lines.
+train::TrainConfig small_recipe() {
   train::TrainConfig recipe;
   recipe.batch_size = 16;
   recipe.prefetch = 0;
   recipe.log_every = 0;
+  return recipe;
+}
+
+}  // namespace
+
+TEST(SupernetTraining, TrainsCheckpointsAndReloadsAFinishedSupernet) {
+  const fs::path dir = fresh_dir("oneshot_supernet");
+  const std::string checkpoint = (dir / "supernet.tensors").string();
+  const data::Dataset train = random_dataset(64);
+  const train::TrainConfig recipe = small_recipe();
   OneshotOptions options;
   options.width = 0.5;
   options.epochs = 2;
@@ -99,14 +111,10 @@ TEST(SupernetTraining, TrainsCheckpointsAndReloadsAFinishedSupernet) {
 }
 
 TEST(SupernetTraining, SplitSupernetTrainsAPathOfEachStemStrideOnEveryBatch) {
-  const fs::path dir = fs::temp_directory_path() / ("oneshot_split_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = fresh_dir("oneshot_split");
   const std::string checkpoint = (dir / "supernet.tensors").string();
   const data::Dataset train = random_dataset(64);
-  train::TrainConfig recipe;
-  recipe.batch_size = 16;
-  recipe.prefetch = 0;
-  recipe.log_every = 0;
+  const train::TrainConfig recipe = small_recipe();
   OneshotOptions options;
   options.width = 0.5;
   options.epochs = 1;
