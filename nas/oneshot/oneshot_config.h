@@ -46,7 +46,10 @@ struct OneshotOptions {
   double retrain_band = 0;
   // With retrain_at_baselines: per baseline, a study of this many more subnets maximising
   // inherited top-1 under the baseline's latency (its own study "<name>.subnets.<baseline>"),
-  // whose subnets join the picks' pool; 0: the picks come from the main search alone.
+  // whose subnets join the picks' pool; 0: the picks come from the main search alone. With
+  // retrain_band, the study's subnets must also be at least that fraction of the baseline's
+  // latency (a second constraint): it searches the band the picks come from, rather than
+  // gathering at the band's cheap end where inherited top-1 is highest.
   int trials_per_baseline = 0;
   // Screening by short training (multi-fidelity, as successive halving's first rung): with
   // screen_epochs > 0, each baseline's picks are first trained from scratch for screen_epochs

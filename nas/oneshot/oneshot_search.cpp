@@ -71,11 +71,13 @@ int generation_size(const NasConfig& config) {
 // per `per_generation` subnets the current front (0: none). With a `relative_probe` (a baseline's
 // untrained model), that model is measured right after each subnet and the latency constraint is
 // their ratio <= 1 (user attributes baseline_latency_ms, latency_ratio): measured back to back,
-// the comparison holds through this VM's slow and fast phases, which move both alike.
+// the comparison holds through this VM's slow and fast phases, which move both alike. A
+// `band_floor` > 0 (oneshot.retrain_band) adds the constraint ratio >= band_floor: the study
+// searches the band its baseline's picks come from.
 void run_subnet_study(Study& study, const NasConfig& cfg, int trials, const std::string& prefix, SubnetObjective& scorer,
                       const fs::path& subnet_dir, int per_generation, SearchResult& result,
                       const std::function<void(const std::string&)>& log, const LatencyFn& latency = nullptr,
-                      const std::string& relative_probe = "") {
+                      const std::string& relative_probe = "", double band_floor = 0) {
   const Objective objective = [&](TrialContext& ctx) {
     const arch::Arch a = arch_from_params(cfg.space, ctx.params());
     ctx.set_user_attr("arch", json::quote(a.to_string()));
@@ -89,6 +91,7 @@ void run_subnet_study(Study& study, const NasConfig& cfg, int trials, const std:
       ctx.set_user_attr("baseline_latency_ms", json::number(base));
       ctx.set_user_attr("latency_ratio", json::number(c.latency_ms / base));
       o.constraints.push_back(c.latency_ms / base - 1);
+      if (band_floor > 0) o.constraints.push_back(band_floor - c.latency_ms / base);
     }
     return o;
   };
@@ -361,7 +364,8 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
   if (candidates.empty()) throw Error("oneshot: no feasible subnet was found (" + std::to_string(finished) + " scored)");
 
   // 2b. Per baseline (oneshot.trials_per_baseline): a study of its own, top-1 under the
-  // baseline's latency, so the subnets near each baseline's cost are many whatever part of the
+  // baseline's latency (and, with oneshot.retrain_band, above that fraction of it: the band the
+  // picks come from), so the subnets near each baseline's cost are many whatever part of the
   // front the search above covered (a front search over a space from 0.015 to 0.25 ms can leave
   // the fastest end empty). Its subnets join the pool the per-baseline picks come from. It starts
   // from the front search's subnets nearest the baseline's cost (seed_baseline_study: up to half
@@ -395,7 +399,7 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
       SearchResult counts;
       const std::string prefix = b.name + "_";
       run_subnet_study(target_study, target, options.trials_per_baseline, prefix, scorer, subnet_dir, 0, counts, log,
-                       latency, baseline_probe(config, b));
+                       latency, baseline_probe(config, b), options.retrain_band);
       // In the pool, their latency in the budget's terms: ratio x budget (the picks compare it
       // with the budget and its band).
       std::vector<CandidateResult> more = scored_subnets(target_study, prefix);
@@ -405,8 +409,14 @@ SearchResult run_oneshot_search(const NasConfig& config, Store& store, const Lat
       }
       for (CandidateResult& c : more) c.latency_ms = budget * ratio.at(c.trial);
       const auto within = std::count_if(more.begin(), more.end(), [&](const auto& c) { return c.latency_ms <= budget; });
+      const double floor = options.retrain_band * budget;
+      const auto in_band = std::count_if(more.begin(), more.end(),
+                                         [&](const auto& c) { return c.latency_ms <= budget && c.latency_ms >= floor; });
       log("baseline " + b.name + " (" + fmt("%.3f ms", budget) + " untrained): its study scored " +
-          std::to_string(more.size()) + " subnets, " + std::to_string(within) + " no slower than it (measured back to back)");
+          std::to_string(more.size()) + " subnets, " + std::to_string(within) + " no slower than it (measured back to back)" +
+          (options.retrain_band > 0 ? ", " + std::to_string(in_band) + " of them at least " +
+                                          fmt("%.2f", options.retrain_band) + "x its latency (retrain_band)"
+                                    : std::string()));
       scored.insert(scored.end(), more.begin(), more.end());
     }
   }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 
+#include "nas/format.h"
 #include "nas/oneshot/oneshot_search.h"
 #include "nas/oneshot/supernet_weights.h"
 #include "nas/study/study.h"
@@ -293,12 +294,13 @@ TEST(OneshotSearch, ScreeningTrainsEachPickBrieflyAndRetrainsOnlyTheBest) {
   fs::remove_all(dir);
 }
 
-// trials_per_baseline: a study per baseline, top-1 under its latency, seeded with the front
-// search's subnets nearest its cost, whose subnets join the picks' pool; a resumed search
-// continues it.
+// trials_per_baseline: a study per baseline, top-1 under its latency and above retrain_band of
+// it, seeded with the front search's subnets nearest its cost, whose subnets join the picks'
+// pool; a resumed search continues it.
 TEST(OneshotSearch, EachBaselineGetsAStudyUnderItsLatency) {
   const fs::path dir = fresh_dir("oneshot_target");
-  const NasConfig config = ci_config(dir, {"oneshot.retrain_at_baselines=true", "oneshot.trials_per_baseline=4"});
+  const NasConfig config = ci_config(
+      dir, {"oneshot.retrain_at_baselines=true", "oneshot.trials_per_baseline=4", "oneshot.retrain_band=0.25"});
   const LatencyFn latency = [](const std::string& path) { return static_cast<double>(fs::file_size(path)) / 1e5; };
   std::vector<std::string> lines;
   const train::ProgressFn log = [&](const std::string& l) { lines.push_back(l); };
@@ -345,13 +347,25 @@ TEST(OneshotSearch, EachBaselineGetsAStudyUnderItsLatency) {
     ASSERT_EQ(r.state, TrialState::kComplete);
     ASSERT_EQ(r.values.size(), 1u);  // top-1 only
     // Its constraints: the config's params bound, then the latency ratio to the baseline's
-    // untrained model measured right after it, minus 1.
-    ASSERT_EQ(r.constraints.size(), 2u);
+    // untrained model measured right after it, minus 1, then the band's floor minus that ratio.
+    ASSERT_EQ(r.constraints.size(), 3u);
     const double ms = std::stod(r.user_attrs.at("latency_ms")), base = std::stod(r.user_attrs.at("baseline_latency_ms"));
     EXPECT_NEAR(base, budget, 1e-9 * budget);  // the stand-in latency is the file's size: the same probe
     EXPECT_NEAR(std::stod(r.user_attrs.at("latency_ratio")), ms / base, 1e-8);  // attributes keep 10 digits
     EXPECT_NEAR(r.constraints[1], ms / base - 1, 1e-8);
+    EXPECT_NEAR(r.constraints[2], 0.25 - ms / base, 1e-8);
   }
+  int in_band = 0;
+  for (const TrialRecord& r : trials) {
+    const double ratio = std::stod(r.user_attrs.at("latency_ratio"));
+    in_band += ratio <= 1 && ratio >= 0.25;
+  }
+  EXPECT_EQ(count_prefix("baseline tiny_mobilenet (" + fmt("%.3f ms", budget) + " untrained): its study scored 4 subnets, "),
+            1);
+  const std::string band_line = std::to_string(in_band) + " of them at least 0.25x its latency (retrain_band)";
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [&](const std::string& l) { return l.find(band_line) != std::string::npos; }),
+            1);
   lines.clear();
   run_oneshot_search(config, store, latency, log);
   EXPECT_EQ(count_prefix("tiny_mobilenet_subnet_"), 0);
